@@ -1,0 +1,106 @@
+// The backward pass: order the graph, then run each node's backward once,
+// after every gradient flowing into its output has been summed.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/variable.h"
+#include "tensor/creation.h"
+#include "tensor/elementwise.h"
+
+namespace gradflow {
+
+namespace {
+
+// Variables reachable from root through nodes, each after everything that
+// depends on it (reverse post-order of a depth-first walk). Iterative, so a
+// deep graph (a long training unroll) cannot overflow the stack.
+std::vector<VariableImpl*> topological_order(VariableImpl* root) {
+  std::vector<VariableImpl*> post;
+  std::unordered_set<VariableImpl*> seen{root};
+  std::vector<std::pair<VariableImpl*, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    Node* node = v->grad_fn.get();
+    if (node && next < node->inputs.size()) {
+      VariableImpl* child = node->inputs[next++].get();
+      if (child && seen.insert(child).second) stack.push_back({child, 0});
+    } else {
+      post.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return {post.rbegin(), post.rend()};
+}
+
+// grad (+)= g. The first gradient is copied so that .grad never aliases a
+// tensor the user or the graph still holds.
+void accumulate(Tensor& grad, const Tensor& g) {
+  if (!grad.defined()) {
+    grad = g.clone();
+  } else {
+    add_(grad, g);
+  }
+}
+
+}  // namespace
+
+void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
+  if (!defined()) fail("backward: undefined variable");
+  if (!requires_grad())
+    fail("backward: this value does not require grad (no input it depends on has requires_grad)");
+  Tensor seed;
+  if (!grad_output.defined()) {
+    if (numel() != 1)
+      fail("backward: a gradient can be implied only for a single-element output, got shape ",
+           shape_str(shape()), "; pass grad_output");
+    seed = ones_like(data());
+  } else {
+    if (grad_output.shape() != shape() || grad_output.dtype() != dtype())
+      fail("backward: grad_output of shape ", shape_str(grad_output.shape()), " and dtype ",
+           dtype_name(grad_output.dtype()), " does not match the output's ", shape_str(shape()),
+           " ", dtype_name(dtype()));
+    seed = grad_output;
+  }
+
+  std::unordered_map<VariableImpl*, Tensor> pending{{impl_.get(), seed}};
+  for (VariableImpl* v : topological_order(impl_.get())) {
+    auto it = pending.find(v);
+    if (it == pending.end()) continue;
+    Tensor g = std::move(it->second);
+    pending.erase(it);
+    for (const GradHook& hook : v->hooks) {
+      Tensor replaced = hook(g);
+      if (!replaced.defined()) continue;
+      if (replaced.shape() != g.shape() || replaced.dtype() != g.dtype())
+        fail("backward: a hook returned shape ", shape_str(replaced.shape()), " for a gradient of ",
+             shape_str(g.shape()));
+      g = replaced;
+    }
+    if (!v->grad_fn || v->retain_grad) accumulate(v->grad, g);
+    if (!v->grad_fn) continue;
+
+    Node& node = *v->grad_fn;
+    if (!node.backward)
+      fail("backward: the graph through '", node.name,
+           "' was freed by an earlier backward; pass retain_graph = true to that one");
+    std::vector<Tensor> grads = node.backward(g);
+    if (!retain_graph) node.backward = nullptr;
+    if (grads.size() != node.inputs.size())
+      fail("backward of '", node.name, "': returned ", grads.size(), " gradients for ",
+           node.inputs.size(), " inputs");
+    for (size_t i = 0; i < grads.size(); ++i) {
+      VariableImpl* input = node.inputs[i].get();
+      if (!input || !grads[i].defined()) continue;
+      if (grads[i].shape() != input->data.shape())
+        fail("backward of '", node.name, "': gradient of shape ", shape_str(grads[i].shape()),
+             " for input ", i, " of shape ", shape_str(input->data.shape()));
+      if (detect_anomaly() && !all_finite(grads[i]))
+        fail("anomaly: the backward of '", node.name, "' produced NaN or Inf in the gradient of input ",
+             i, " (shape ", shape_str(input->data.shape()), ")");
+      auto [slot, fresh] = pending.try_emplace(input, grads[i]);
+      if (!fresh) slot->second = add(slot->second, grads[i]);
+    }
+  }
+}
+
+}  // namespace gradflow

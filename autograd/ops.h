@@ -1,0 +1,95 @@
+// The differentiable ops. Each sits with its backward in the .cpp named in
+// its section; shapes are checked before any work, and a wrong call throws
+// gradflow::Error naming the op and the shapes.
+//
+// Broadcasting follows NumPy; a backward sums the gradient back down to each
+// input's shape. Letters in shape comments: B batch, T (query) positions,
+// S key positions, C channels, H heads, D head size, V vocabulary.
+#pragma once
+
+#include <vector>
+
+#include "autograd/variable.h"
+#include "tensor/reduce.h"
+
+namespace gradflow {
+
+// ---- arithmetic.cpp: a + b, a - b, a * b, a / b (broadcasting), -a -------
+Variable add(const Variable& a, const Variable& b);  // d/da = 1, d/db = 1
+Variable sub(const Variable& a, const Variable& b);  // d/da = 1, d/db = -1
+Variable mul(const Variable& a, const Variable& b);  // d/da = b, d/db = a
+Variable div(const Variable& a, const Variable& b);  // d/da = 1/b, d/db = -a/b^2
+Variable add(const Variable& a, double s);
+Variable sub(const Variable& a, double s);
+Variable sub(double s, const Variable& a);
+Variable mul(const Variable& a, double s);
+Variable div(const Variable& a, double s);
+Variable div(double s, const Variable& a);  // d/da = -s/a^2
+Variable neg(const Variable& a);
+
+// ---- unary.cpp ----------------------------------------------------------
+Variable exp(const Variable& x);                // d/dx = exp(x)
+Variable log(const Variable& x);                // d/dx = 1/x
+Variable sqrt(const Variable& x);               // d/dx = 1/(2 sqrt(x))
+Variable pow(const Variable& x, double p);      // d/dx = p x^(p-1)
+Variable tanh(const Variable& x);               // d/dx = 1 - tanh(x)^2
+Variable relu(const Variable& x);               // d/dx = [x > 0]
+Variable gelu(const Variable& x);               // x Phi(x); d/dx = Phi(x) + x phi(x)
+
+// ---- where.cpp: selection by a (non-differentiable) mask ------------------
+Variable where(const Tensor& cond, const Variable& a, const Variable& b);  // cond ? a : b
+Variable masked_fill(const Variable& x, const Tensor& mask, double value);
+
+// ---- reduce.cpp ---------------------------------------------------------
+Variable sum(const Variable& x, const Axes& axes = {}, bool keepdim = false);
+Variable mean(const Variable& x, const Axes& axes = {}, bool keepdim = false);
+Variable var(const Variable& x, const Axes& axes = {}, bool keepdim = false,
+             int64_t correction = 1);  // composed from mean, sub, mul, sum
+struct MaxVariable {
+  Variable values;  // the gradient flows to the (first) maximum only
+  Tensor indices;
+};
+MaxVariable max(const Variable& x, int64_t axis, bool keepdim = false);
+
+// ---- softmax.cpp: along one axis, numerically stable ---------------------
+Variable softmax(const Variable& x, int64_t axis);      // dx = y (g - sum(g y))
+Variable log_softmax(const Variable& x, int64_t axis);  // dx = g - softmax(x) sum(g)
+
+// ---- matmul.cpp: (..., M, K) @ (..., K, N) -> (..., M, N) ------------------
+Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T g
+
+// ---- index.cpp ----------------------------------------------------------
+Variable index_select(const Variable& x, int64_t axis, const Tensor& index);
+// Rows of weight (V, C) picked by ids of any shape: (ids..., C).
+Variable embedding(const Variable& weight, const Tensor& ids);
+Variable gather(const Variable& x, int64_t axis, const Tensor& index);
+
+// ---- shape_ops.cpp: views (no copy) and joins -----------------------------
+Variable reshape(const Variable& x, const Shape& shape);
+Variable transpose(const Variable& x, int64_t a, int64_t b);
+Variable permute(const Variable& x, const std::vector<int64_t>& order);
+Variable narrow(const Variable& x, int64_t axis, int64_t start, int64_t length);
+Variable slice(const Variable& x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);
+Variable select(const Variable& x, int64_t axis, int64_t index);
+Variable squeeze(const Variable& x, int64_t axis);
+Variable unsqueeze(const Variable& x, int64_t axis);
+Variable expand(const Variable& x, const Shape& shape);
+Variable contiguous(const Variable& x);
+Variable cat(const std::vector<Variable>& parts, int64_t axis);
+std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t axis);
+
+inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
+inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }
+inline Variable operator*(const Variable& a, const Variable& b) { return mul(a, b); }
+inline Variable operator/(const Variable& a, const Variable& b) { return div(a, b); }
+inline Variable operator+(const Variable& a, double s) { return add(a, s); }
+inline Variable operator-(const Variable& a, double s) { return sub(a, s); }
+inline Variable operator*(const Variable& a, double s) { return mul(a, s); }
+inline Variable operator/(const Variable& a, double s) { return div(a, s); }
+inline Variable operator+(double s, const Variable& a) { return add(a, s); }
+inline Variable operator-(double s, const Variable& a) { return sub(s, a); }
+inline Variable operator*(double s, const Variable& a) { return mul(a, s); }
+inline Variable operator/(double s, const Variable& a) { return div(s, a); }
+inline Variable operator-(const Variable& a) { return neg(a); }
+
+}  // namespace gradflow

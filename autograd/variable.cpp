@@ -1,0 +1,53 @@
+// Variable construction, gradient mode and anomaly mode. The traversal that
+// runs backward is in engine.cpp.
+#include "autograd/variable.h"
+
+namespace gradflow {
+
+namespace {
+thread_local bool grad_mode = true;
+bool anomaly_mode = false;
+}  // namespace
+
+Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+  if (!data.defined()) fail("Variable: undefined tensor");
+  if (requires_grad && data.dtype() == DType::Int64)
+    fail("Variable: only floating tensors can require grad, got int64");
+  impl_->data = std::move(data);
+  impl_->requires_grad = requires_grad;
+}
+
+Variable& Variable::set_requires_grad(bool on) {
+  if (!is_leaf()) fail("set_requires_grad: only leaves can change it; use detach() to cut a graph");
+  if (on && dtype() == DType::Int64)
+    fail("set_requires_grad: only floating tensors can require grad, got int64");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
+                     BackwardFn backward) {
+  Variable out(std::move(data));
+  if (!grad_mode) return out;
+  bool any = false;
+  std::vector<std::shared_ptr<VariableImpl>> in;
+  in.reserve(inputs.size());
+  for (const Variable& v : inputs) {
+    bool needs = v.defined() && v.requires_grad();
+    any = any || needs;
+    in.push_back(needs ? v.impl() : nullptr);
+  }
+  if (!any) return out;
+  out.impl()->requires_grad = true;
+  out.impl()->grad_fn = std::make_shared<Node>(name, std::move(in), std::move(backward));
+  return out;
+}
+
+bool grad_enabled() { return grad_mode; }
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+void set_detect_anomaly(bool on) { anomaly_mode = on; }
+bool detect_anomaly() { return anomaly_mode; }
+
+}  // namespace gradflow

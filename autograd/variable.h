@@ -1,0 +1,126 @@
+// Variable: a Tensor that remembers how it was made, for reverse-mode
+// automatic differentiation.
+//
+// An op on Variables that require grad records a Node: the op's name, its
+// inputs, and a closure that maps the output's gradient to the inputs'
+// gradients. backward() walks those nodes in reverse topological order and
+// accumulates (+=) into the .grad of the leaves (Variables made by the user
+// with requires_grad). Intermediate Variables keep no gradient unless
+// retain_grad() was called. Like Tensor, copying a Variable copies a handle.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace gradflow {
+
+struct VariableImpl;
+
+// Maps the gradient of an op's output to one gradient per input (an
+// undefined Tensor for an input that needs none). Sees Tensors only: backward
+// formulas are not themselves differentiated.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+// A hook sees the gradient arriving at a Variable; returning a defined Tensor
+// replaces it, returning Tensor() keeps it.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+
+struct Node {
+  std::string name;  // the op, as errors and anomaly mode report it
+  std::vector<std::shared_ptr<VariableImpl>> inputs;
+  BackwardFn backward;  // released after use unless the graph is retained
+  Node(std::string n, std::vector<std::shared_ptr<VariableImpl>> in, BackwardFn fn)
+      : name(std::move(n)), inputs(std::move(in)), backward(std::move(fn)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+};
+
+struct VariableImpl {
+  Tensor data;
+  Tensor grad;
+  bool requires_grad = false;
+  bool retain_grad = false;
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  std::vector<GradHook> hooks;
+};
+
+class Variable {
+ public:
+  Variable() = default;  // undefined
+  explicit Variable(Tensor data, bool requires_grad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Tensor& data() const { return impl_->data; }
+  const Shape& shape() const { return impl_->data.shape(); }
+  DType dtype() const { return impl_->data.dtype(); }
+  int64_t ndim() const { return impl_->data.ndim(); }
+  int64_t size(int64_t axis) const { return impl_->data.size(axis); }
+  int64_t numel() const { return impl_->data.numel(); }
+  double item() const { return impl_->data.item(); }
+
+  // The accumulated gradient; undefined until a backward reaches it.
+  const Tensor& grad() const { return impl_->grad; }
+  void set_grad(Tensor grad) { impl_->grad = std::move(grad); }
+  void zero_grad() { impl_->grad = Tensor(); }
+
+  bool requires_grad() const { return impl_->requires_grad; }
+  Variable& set_requires_grad(bool on);  // REQUIRES: a leaf
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  void retain_grad() { impl_->retain_grad = true; }
+  void register_hook(GradHook hook) { impl_->hooks.push_back(std::move(hook)); }
+  // Name of the op that made this Variable, "" for a leaf.
+  std::string grad_fn_name() const { return impl_->grad_fn ? impl_->grad_fn->name : ""; }
+
+  // Same data, cut from the graph: no gradient flows through it.
+  Variable detach() const { return Variable(impl_->data, false); }
+
+  // Back-propagates from this Variable. With no argument it must be a single
+  // element (the gradient is 1); otherwise grad_output has its shape. The
+  // graph's saved tensors are freed afterwards unless retain_graph is set.
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
+
+  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<VariableImpl> impl_;
+};
+
+// Records an op's result. When gradient mode is on and some input requires
+// grad, the result gets a Node named `name` that holds `backward`; otherwise
+// it is a plain Variable and `backward` is dropped.
+Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
+                     BackwardFn backward);
+
+// Gradient mode, per thread. While a NoGradGuard lives, ops record nothing.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Anomaly mode: when on, the first backward formula that yields a NaN or Inf
+// throws an Error naming its op.
+void set_detect_anomaly(bool on);
+bool detect_anomaly();
+class AnomalyGuard {
+ public:
+  AnomalyGuard() : previous_(detect_anomaly()) { set_detect_anomaly(true); }
+  ~AnomalyGuard() { set_detect_anomaly(previous_); }
+  AnomalyGuard(const AnomalyGuard&) = delete;
+  AnomalyGuard& operator=(const AnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace gradflow

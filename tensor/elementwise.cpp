@@ -1,0 +1,143 @@
+#include "tensor/elementwise.h"
+
+#include <cmath>
+#include <functional>
+#include <numbers>
+
+#include "tensor/map.h"
+
+namespace gradflow {
+
+namespace {
+// A scalar operand as a 0-d tensor of a's dtype, so scalar forms reuse the
+// broadcasting kernels (the broadcast branch loads it once per run).
+Tensor scalar_like(const Tensor& a, double s) {
+  return Tensor::empty({}, a.dtype()).fill_(s);
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "add", [](auto x, auto y) { return x + y; });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "sub", [](auto x, auto y) { return x - y; });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "mul", [](auto x, auto y) { return x * y; });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "div", [](auto x, auto y) { return x / y; });
+}
+Tensor add(const Tensor& a, double s) { return add(a, scalar_like(a, s)); }
+Tensor sub(const Tensor& a, double s) { return sub(a, scalar_like(a, s)); }
+Tensor sub(double s, const Tensor& a) { return sub(scalar_like(a, s), a); }
+Tensor mul(const Tensor& a, double s) { return mul(a, scalar_like(a, s)); }
+Tensor div(const Tensor& a, double s) { return div(a, scalar_like(a, s)); }
+Tensor div(double s, const Tensor& a) { return div(scalar_like(a, s), a); }
+
+Tensor neg(const Tensor& a) {
+  return map_unary(a, "neg", [](auto x) { return -x; });
+}
+Tensor exp(const Tensor& a) {
+  return map_unary(a, "exp", [](auto x) { return std::exp(x); });
+}
+Tensor log(const Tensor& a) {
+  return map_unary(a, "log", [](auto x) { return std::log(x); });
+}
+Tensor sqrt(const Tensor& a) {
+  return map_unary(a, "sqrt", [](auto x) { return std::sqrt(x); });
+}
+Tensor tanh(const Tensor& a) {
+  return map_unary(a, "tanh", [](auto x) { return std::tanh(x); });
+}
+Tensor abs(const Tensor& a) {
+  return map_unary(a, "abs", [](auto x) { return std::abs(x); });
+}
+Tensor pow(const Tensor& a, double exponent) {
+  if (exponent == 2) return map_unary(a, "pow", [](auto x) { return x * x; });
+  return map_unary(a, "pow", [exponent](auto x) {
+    using T = decltype(x);
+    return static_cast<T>(std::pow(x, static_cast<T>(exponent)));
+  });
+}
+Tensor relu(const Tensor& a) {
+  return map_unary(a, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
+}
+Tensor gelu(const Tensor& a) {
+  return map_unary(a, "gelu", [](auto x) {
+    using T = decltype(x);
+    return static_cast<T>(0.5) * x * (1 + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+  });
+}
+
+namespace {
+template <class Pred>
+Tensor compare(const Tensor& a, const Tensor& b, const char* op, Pred pred) {
+  return map_binary(a, b, op,
+                    [pred](auto x, auto y) { return pred(x, y) ? decltype(x){1} : decltype(x){0}; });
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", std::equal_to<>{}); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", std::not_equal_to<>{}); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", std::less<>{}); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", std::less_equal<>{}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", std::greater<>{}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", std::greater_equal<>{}); }
+Tensor gt(const Tensor& a, double s) { return gt(a, scalar_like(a, s)); }
+Tensor lt(const Tensor& a, double s) { return lt(a, scalar_like(a, s)); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (!cond.defined()) fail("where: undefined condition");
+  return map_ternary(cond.to(a.dtype()), a, b, "where",
+                     [](auto c, auto x, auto y) { return c != 0 ? x : y; });
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  if (!mask.defined()) fail("masked_fill: undefined mask");
+  if (broadcast_shapes(x.shape(), mask.shape(), "masked_fill") != x.shape())
+    fail("masked_fill: mask of shape ", shape_str(mask.shape()),
+         " does not broadcast to the input's shape ", shape_str(x.shape()));
+  return map_binary(x, mask.to(x.dtype()), "masked_fill", [value](auto v, auto m) {
+    return m != 0 ? static_cast<decltype(v)>(value) : v;
+  });
+}
+
+bool all_finite(const Tensor& a) {
+  bool finite = true;
+  visit_float(a.dtype(), "all_finite", [&](auto zero) {
+    using T = decltype(zero);
+    const T* base = a.data<T>();
+    for_each_run<1>(a.shape(), {a.strides()}, [&](int64_t n, Offsets<1> off, Offsets<1> st) {
+      // x - x is 0 for finite x and NaN for NaN and Inf; summing keeps it branch-free.
+      T acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += base[off[0] + i * st[0]] - base[off[0] + i * st[0]];
+      finite = finite && acc == 0;
+    });
+  });
+  return finite;
+}
+
+void add_(Tensor& dst, const Tensor& src) {
+  check_same_dtype(dst, src, "add_");
+  if (broadcast_shapes(src.shape(), dst.shape(), "add_") != dst.shape())
+    fail("add_: source of shape ", shape_str(src.shape()), " does not broadcast to ",
+         shape_str(dst.shape()));
+  Strides ss = broadcast_strides(src.shape(), src.strides(), dst.shape());
+  visit_float(dst.dtype(), "add_", [&](auto zero) {
+    using T = decltype(zero);
+    T* d = dst.data<T>();
+    const T* s = src.data<T>();
+    for_each_run<2>(dst.shape(), {dst.strides(), ss}, [&](int64_t n, Offsets<2> o, Offsets<2> st) {
+      T* pd = d + o[0];
+      const T* ps = s + o[1];
+      if (st[0] == 1 && st[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) pd[i] += ps[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) pd[i * st[0]] += ps[i * st[1]];
+      }
+    });
+  });
+}
+
+}  // namespace gradflow

@@ -1,0 +1,132 @@
+#include "tensor/matmul.h"
+
+#include <cblas.h>
+
+#include "tensor/creation.h"
+#include "tensor/strided_loop.h"
+
+namespace gradflow {
+
+namespace {
+
+// How GEMM reads one (rows, cols) matrix of a view: row-major as is, or as
+// the transpose of a row-major matrix, with its leading dimension.
+struct Layout {
+  bool ok = false;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 0;
+};
+
+Layout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= std::max<int64_t>(1, cols)))
+    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : row_stride};
+  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= std::max<int64_t>(1, rows)))
+    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : col_stride};
+  return {};
+}
+
+Layout matrix_layout(const Tensor& t) {
+  int64_t n = t.ndim();
+  return layout_of(t.shape()[n - 2], t.shape()[n - 1], t.strides()[n - 2], t.strides()[n - 1]);
+}
+
+// C (M, N, row-major, ldc = N) = A (M, K) B (K, N).
+template <class T>
+void gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t m, int64_t n, int64_t k) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, n);
+  } else {
+    cblas_dgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0, a, la.ld, b, lb.ld, 0.0, c, n);
+  }
+}
+
+void check_matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) fail("matmul: undefined tensor");
+  if (a.ndim() < 2 || b.ndim() < 2)
+    fail("matmul: both operands need at least 2 dimensions, got ", shape_str(a.shape()), " @ ",
+         shape_str(b.shape()));
+  if (a.shape().back() != b.shape()[b.ndim() - 2])
+    fail("matmul: inner dimensions differ: ", shape_str(a.shape()), " @ ", shape_str(b.shape()));
+  if (a.dtype() != b.dtype())
+    fail("matmul: dtypes differ: ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  visit_float(a.dtype(), "matmul", [](auto) {});
+}
+
+Shape batch_shape(const Tensor& a, const Tensor& b) {
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  return broadcast_shapes(ba, bb, "matmul");
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  check_matmul(a_in, b_in);
+  const int64_t m = a_in.shape()[a_in.ndim() - 2], k = a_in.shape().back(), n = b_in.shape().back();
+  // A stack of matrices times one matrix is one tall GEMM when the stack is
+  // contiguous: (B, T, K) @ (K, N) as (B*T, K) @ (K, N). This is every Linear.
+  if (b_in.ndim() == 2 && a_in.ndim() > 2 && a_in.is_contiguous()) {
+    Shape out_shape = a_in.shape();
+    out_shape.back() = n;
+    return matmul(a_in.view({-1, k}), b_in).view(out_shape);
+  }
+  Shape batch = batch_shape(a_in, b_in);
+  Shape out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  if (k == 0) return zeros(out_shape, a_in.dtype());
+  Tensor out = Tensor::empty(out_shape, a_in.dtype());
+  if (out.numel() == 0) return out;
+
+  Tensor a = matrix_layout(a_in).ok ? a_in : a_in.contiguous();
+  Tensor b = matrix_layout(b_in).ok ? b_in : b_in.contiguous();
+  Layout la = matrix_layout(a), lb = matrix_layout(b);
+  // Batch strides, broadcast (0 where an operand has size 1 or no such axis).
+  auto batch_strides = [&](const Tensor& t) {
+    Shape s(t.shape().begin(), t.shape().end() - 2);
+    Strides st(t.strides().begin(), t.strides().end() - 2);
+    return broadcast_strides(s, st, batch);
+  };
+  Strides sc(out.strides().begin(), out.strides().end() - 2);
+  visit_float(a.dtype(), "matmul", [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = out.data<T>();
+    for_each_run<3>(batch, {batch_strides(a), batch_strides(b), sc},
+                    [&](int64_t count, Offsets<3> off, Offsets<3> st) {
+                      for (int64_t i = 0; i < count; ++i)
+                        gemm(pa + off[0] + i * st[0], la, pb + off[1] + i * st[1], lb,
+                             pc + off[2] + i * st[2], m, n, k);
+                    });
+  });
+  return out;
+}
+
+Tensor matmul_reference(const Tensor& a, const Tensor& b) {
+  check_matmul(a, b);
+  Shape batch = batch_shape(a, b);
+  const int64_t m = a.shape()[a.ndim() - 2], k = a.shape().back(), n = b.shape().back();
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {m, k});
+  sb.insert(sb.end(), {k, n});
+  Tensor ea = a.expand(sa).contiguous().to(DType::Float64);
+  Tensor eb = b.expand(sb).contiguous().to(DType::Float64);
+  Shape out_shape = batch;
+  out_shape.insert(out_shape.end(), {m, n});
+  Tensor out = zeros(out_shape, DType::Float64);
+  const double* x = ea.data<double>();
+  const double* y = eb.data<double>();
+  double* z = out.data<double>();
+  for (int64_t p = 0; p < numel_of(batch); ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < k; ++t) acc += x[(p * m + i) * k + t] * y[(p * k + t) * n + j];
+        z[(p * m + i) * n + j] = acc;
+      }
+  return out.to(a.dtype());
+}
+
+void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+
+}  // namespace gradflow

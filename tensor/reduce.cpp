@@ -1,0 +1,183 @@
+#include "tensor/reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tensor/creation.h"
+#include "tensor/elementwise.h"
+#include "tensor/strided_loop.h"
+
+namespace gradflow {
+
+namespace {
+
+// The shape with reduced axes set to 1 (keepdim), checking the axes.
+Shape kept_shape(const Tensor& a, const Axes& axes, const char* op) {
+  Shape shape = a.shape();
+  if (axes.empty()) return Shape(shape.size(), 1);
+  std::vector<bool> seen(shape.size(), false);
+  for (int64_t axis : axes) {
+    int i = normalize_axis(axis, a.ndim(), op);
+    if (seen[i]) fail(op, ": axis ", axis, " appears twice");
+    seen[i] = true;
+    shape[i] = 1;
+  }
+  return shape;
+}
+
+Shape drop_ones(const Shape& kept, const Tensor& a, const Axes& axes) {
+  if (axes.empty()) return {};
+  Shape out;
+  std::vector<bool> reduced(kept.size(), false);
+  for (int64_t axis : axes) reduced[axis < 0 ? axis + a.ndim() : axis] = true;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (!reduced[i]) out.push_back(kept[i]);
+  return out;
+}
+
+// out (already zeroed, shape broadcastable to a's) += a summed over the axes
+// where out has size 1. Shape: a is (..., N, ...), out is (..., 1, ...).
+void accumulate_sum(Tensor& out, const Tensor& a) {
+  Strides so = broadcast_strides(out.shape(), out.strides(), a.shape());
+  visit_float(a.dtype(), "sum", [&](auto zero) {
+    using T = decltype(zero);
+    T* o = out.data<T>();
+    const T* x = a.data<T>();
+    for_each_run<2>(a.shape(), {so, a.strides()}, [&](int64_t n, Offsets<2> off, Offsets<2> st) {
+      T* po = o + off[0];
+      const T* px = x + off[1];
+      if (st[0] == 0) {  // a run along a reduced axis: one accumulator, in double
+        double acc = 0;
+        for (int64_t i = 0; i < n; ++i) acc += px[i * st[1]];
+        *po += static_cast<T>(acc);
+      } else if (st[0] == 1 && st[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) po[i] += px[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) po[i * st[0]] += px[i * st[1]];
+      }
+    });
+  });
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, const Axes& axes, bool keepdim) {
+  Shape kept = kept_shape(a, axes, "sum");
+  Tensor out = zeros(kept, a.dtype());
+  accumulate_sum(out, a);
+  return keepdim ? out : out.view(drop_ones(kept, a, axes));
+}
+
+Tensor mean(const Tensor& a, const Axes& axes, bool keepdim) {
+  Tensor s = sum(a, axes, keepdim);
+  int64_t count = s.numel() == 0 ? 0 : a.numel() / s.numel();
+  return div(s, static_cast<double>(count));
+}
+
+Tensor var(const Tensor& a, const Axes& axes, bool keepdim, int64_t correction) {
+  Tensor m = mean(a, axes, true);
+  Tensor d = sub(a, m);
+  Tensor ss = sum(mul(d, d), axes, keepdim);
+  int64_t count = ss.numel() == 0 ? 0 : a.numel() / ss.numel();
+  return div(ss, static_cast<double>(std::max<int64_t>(count - correction, 0)));
+}
+
+Tensor sum_to(const Tensor& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  if (shape.size() > a.shape().size() || broadcast_shapes(shape, a.shape(), "sum_to") != a.shape())
+    fail("sum_to: shape ", shape_str(a.shape()), " cannot be reduced to ", shape_str(shape));
+  Tensor out = zeros(shape, a.dtype());
+  accumulate_sum(out, a);
+  return out;
+}
+
+MaxResult max(const Tensor& a, int64_t axis, bool keepdim) {
+  int ax = normalize_axis(axis, a.ndim(), "max");
+  if (a.shape()[ax] == 0) fail("max: axis ", ax, " of shape ", shape_str(a.shape()), " is empty");
+  Shape kept = a.shape();
+  kept[ax] = 1;
+  MaxResult r{Tensor::empty(kept, a.dtype()), Tensor::empty(kept, DType::Int64)};
+  Strides sv = broadcast_strides(kept, r.values.strides(), a.shape());
+  Strides si = broadcast_strides(kept, r.indices.strides(), a.shape());
+  visit_float(a.dtype(), "max", [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = a.data<T>();
+    T* v = r.values.data<T>();
+    int64_t* idx = r.indices.data<int64_t>();
+    const int64_t n = a.shape()[ax], step = a.strides()[ax];
+    for_each_row<3>(a.shape(), {a.strides(), sv, si}, ax, [&](Offsets<3> off) {
+      const T* row = x + off[0];
+      T best = row[0];
+      int64_t arg = 0;
+      for (int64_t j = 1; j < n; ++j) {
+        T value = row[j * step];
+        if (value > best || (std::isnan(value) && !std::isnan(best))) {
+          best = value;
+          arg = j;
+        }
+      }
+      v[off[1]] = best;
+      idx[off[2]] = arg;
+    });
+  });
+  if (!keepdim) {
+    r.values = r.values.squeeze(ax);
+    r.indices = r.indices.squeeze(ax);
+  }
+  return r;
+}
+
+Tensor max(const Tensor& a) {
+  if (a.numel() == 0) fail("max: the tensor is empty");
+  return max(a.reshape({-1}), 0).values;
+}
+
+namespace {
+
+// Shape: x and out are (..., N along axis, ...). `log` picks log_softmax.
+Tensor softmax_impl(const Tensor& a, int64_t axis, bool log, const char* op) {
+  int ax = normalize_axis(axis, a.ndim(), op);
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  visit_float(a.dtype(), op, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
+    const int64_t n = a.shape()[ax], sx = a.strides()[ax], sy = out.strides()[ax];
+    const T neg_inf = -std::numeric_limits<T>::infinity();
+    for_each_row<2>(a.shape(), {a.strides(), out.strides()}, ax, [&](Offsets<2> off) {
+      const T* row = x + off[0];
+      T* res = y + off[1];
+      T m = neg_inf;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j * sx]);
+      if (m == neg_inf) {  // every entry masked: no distribution to speak of
+        for (int64_t j = 0; j < n; ++j) res[j * sy] = log ? neg_inf : T{0};
+        return;
+      }
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        T e = std::exp(row[j * sx] - m);
+        total += e;
+        if (!log) res[j * sy] = e;
+      }
+      if (log) {
+        // (x - m) - log(total), in that order: m + log(total) would round
+        // away log(total) when m is large (log_softmax([1e8, 1e8])).
+        T log_total = static_cast<T>(std::log(total));
+        for (int64_t j = 0; j < n; ++j) res[j * sy] = (row[j * sx] - m) - log_total;
+      } else {
+        T inv = static_cast<T>(1.0 / total);
+        for (int64_t j = 0; j < n; ++j) res[j * sy] *= inv;
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t axis) { return softmax_impl(a, axis, false, "softmax"); }
+Tensor log_softmax(const Tensor& a, int64_t axis) {
+  return softmax_impl(a, axis, true, "log_softmax");
+}
+
+}  // namespace gradflow
