@@ -95,8 +95,9 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
         fail("backward of '", node.name, "': gradient of shape ", shape_str(grads[i].shape()),
              " for input ", i, " of shape ", shape_str(input->data.shape()));
       if (detect_anomaly() && !all_finite(grads[i]))
-        fail("anomaly: the backward of '", node.name, "' produced NaN or Inf in the gradient of input ",
-             i, " (shape ", shape_str(input->data.shape()), ")");
+        fail("anomaly: the backward of '", node.name,
+             "' produced NaN or Inf in the gradient of input ", i, " (shape ",
+             shape_str(input->data.shape()), ")");
       auto [slot, fresh] = pending.try_emplace(input, grads[i]);
       if (!fresh) slot->second = add(slot->second, grads[i]);
     }

@@ -80,8 +80,8 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& give
         if (result.ok && !(error <= options.atol + options.rtol * std::abs(numerical))) {
           std::ostringstream msg;
           msg << "gradcheck: d(output[" << j << "])/d(input " << i << "[" << e << "]) of '"
-              << out.grad_fn_name() << "': analytical " << analytic << " vs numerical "
-              << numerical << " (input shape " << shape_str(inputs[i].shape()) << ")";
+              << out.grad_fn_name() << "': analytical " << analytic << " vs numerical " << numerical
+              << " (input shape " << shape_str(inputs[i].shape()) << ")";
           result.ok = false;
           result.message = msg.str();
         }

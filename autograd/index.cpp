@@ -1,8 +1,8 @@
 // Lookups by index. Their backwards scatter-add, so a row picked twice (a
 // token that appears twice in a batch) receives both gradients.
+#include "tensor/index.h"
 #include "autograd/ops.h"
 #include "tensor/creation.h"
-#include "tensor/index.h"
 
 namespace gradflow {
 
@@ -17,8 +17,7 @@ Variable index_select(const Variable& x, int64_t axis, const Tensor& index) {
 }
 
 Variable embedding(const Variable& weight, const Tensor& ids) {
-  if (weight.ndim() != 2)
-    fail("embedding: weight must be (V, C), got ", shape_str(weight.shape()));
+  if (weight.ndim() != 2) fail("embedding: weight must be (V, C), got ", shape_str(weight.shape()));
   if (!ids.defined() || ids.dtype() != DType::Int64) fail("embedding: ids must be an int64 tensor");
   Shape out_shape = ids.shape();
   out_shape.push_back(weight.shape()[1]);

@@ -1,7 +1,7 @@
 // Matrix product. The backward products use transposed views, which GEMM
 // reads through its transpose flags, so no operand is copied.
-#include "autograd/ops.h"
 #include "tensor/matmul.h"
+#include "autograd/ops.h"
 
 namespace gradflow {
 

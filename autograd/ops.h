@@ -28,13 +28,13 @@ Variable div(double s, const Variable& a);  // d/da = -s/a^2
 Variable neg(const Variable& a);
 
 // ---- unary.cpp ----------------------------------------------------------
-Variable exp(const Variable& x);                // d/dx = exp(x)
-Variable log(const Variable& x);                // d/dx = 1/x
-Variable sqrt(const Variable& x);               // d/dx = 1/(2 sqrt(x))
-Variable pow(const Variable& x, double p);      // d/dx = p x^(p-1)
-Variable tanh(const Variable& x);               // d/dx = 1 - tanh(x)^2
-Variable relu(const Variable& x);               // d/dx = [x > 0]
-Variable gelu(const Variable& x);               // x Phi(x); d/dx = Phi(x) + x phi(x)
+Variable exp(const Variable& x);            // d/dx = exp(x)
+Variable log(const Variable& x);            // d/dx = 1/x
+Variable sqrt(const Variable& x);           // d/dx = 1/(2 sqrt(x))
+Variable pow(const Variable& x, double p);  // d/dx = p x^(p-1)
+Variable tanh(const Variable& x);           // d/dx = 1 - tanh(x)^2
+Variable relu(const Variable& x);           // d/dx = [x > 0]
+Variable gelu(const Variable& x);           // x Phi(x); d/dx = Phi(x) + x phi(x)
 
 // ---- where.cpp: selection by a (non-differentiable) mask ------------------
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);  // cond ? a : b

@@ -22,10 +22,10 @@ Tensor restore_axes(const Tensor& g, const Shape& input, const Axes& axes, bool 
 
 Variable sum(const Variable& x, const Axes& axes, bool keepdim) {
   const Shape shape = x.shape();
-  return make_result(sum(x.data(), axes, keepdim), "sum", {x},
-                     [shape, axes, keepdim](const Tensor& g) {
-                       return std::vector<Tensor>{restore_axes(g, shape, axes, keepdim).expand(shape)};
-                     });
+  return make_result(
+      sum(x.data(), axes, keepdim), "sum", {x}, [shape, axes, keepdim](const Tensor& g) {
+        return std::vector<Tensor>{restore_axes(g, shape, axes, keepdim).expand(shape)};
+      });
 }
 
 Variable mean(const Variable& x, const Axes& axes, bool keepdim) {
@@ -49,11 +49,12 @@ MaxVariable max(const Variable& x, int64_t axis, bool keepdim) {
   const Shape shape = x.shape();
   const int ax = normalize_axis(axis, x.ndim(), "max");
   Tensor kept_indices = keepdim ? r.indices : r.indices.unsqueeze(ax);
-  Variable values = make_result(r.values, "max", {x}, [shape, ax, kept_indices, keepdim](const Tensor& g) {
-    Tensor gx = zeros(shape, g.dtype());
-    scatter_add_(gx, ax, kept_indices, keepdim ? g : g.unsqueeze(ax));
-    return std::vector<Tensor>{gx};
-  });
+  Variable values =
+      make_result(r.values, "max", {x}, [shape, ax, kept_indices, keepdim](const Tensor& g) {
+        Tensor gx = zeros(shape, g.dtype());
+        scatter_add_(gx, ax, kept_indices, keepdim ? g : g.unsqueeze(ax));
+        return std::vector<Tensor>{gx};
+      });
   return {values, r.indices};
 }
 

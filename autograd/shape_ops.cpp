@@ -41,8 +41,9 @@ Variable permute(const Variable& x, const std::vector<int64_t>& order) {
   std::vector<int64_t> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i)
     inverse[normalize_axis(order[i], x.ndim(), "permute")] = static_cast<int64_t>(i);
-  return make_result(out, "permute", {x},
-                     [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; });
+  return make_result(out, "permute", {x}, [inverse](const Tensor& g) {
+    return std::vector<Tensor>{g.permute(inverse)};
+  });
 }
 
 Variable narrow(const Variable& x, int64_t axis, int64_t start, int64_t length) {

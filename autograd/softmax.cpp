@@ -15,8 +15,8 @@ Variable softmax(const Variable& x, int64_t axis) {
     // dx = y * (g - sum(g * y)) along the axis: the Jacobian diag(y) - y y^T
     // applied to g without forming it.
     Tensor dot = sum(mul(g, y), {axis}, true);
-    return std::vector<Tensor>{
-        map_ternary(y, g, dot, "softmax_backward", [](auto p, auto q, auto d) { return p * (q - d); })};
+    return std::vector<Tensor>{map_ternary(y, g, dot, "softmax_backward",
+                                           [](auto p, auto q, auto d) { return p * (q - d); })};
   });
 }
 
@@ -25,8 +25,9 @@ Variable log_softmax(const Variable& x, int64_t axis) {
   return make_result(y, "log_softmax", {x}, [y, axis](const Tensor& g) {
     // dx = g - softmax(x) * sum(g); softmax(x) = exp(y) is at most 1.
     Tensor total = sum(g, {axis}, true);
-    return std::vector<Tensor>{map_ternary(g, y, total, "log_softmax_backward",
-                                           [](auto q, auto p, auto t) { return q - std::exp(p) * t; })};
+    return std::vector<Tensor>{
+        map_ternary(g, y, total, "log_softmax_backward",
+                    [](auto q, auto p, auto t) { return q - std::exp(p) * t; })};
   });
 }
 

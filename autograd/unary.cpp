@@ -11,7 +11,8 @@ namespace gradflow {
 
 Variable exp(const Variable& x) {
   Tensor y = exp(x.data());
-  return make_result(y, "exp", {x}, [y](const Tensor& g) { return std::vector<Tensor>{mul(g, y)}; });
+  return make_result(y, "exp", {x},
+                     [y](const Tensor& g) { return std::vector<Tensor>{mul(g, y)}; });
 }
 
 Variable log(const Variable& x) {
@@ -49,9 +50,8 @@ Variable tanh(const Variable& x) {
 Variable relu(const Variable& x) {
   const Tensor xd = x.data();
   return make_result(relu(xd), "relu", {x}, [xd](const Tensor& g) {
-    return std::vector<Tensor>{map_binary(g, xd, "relu_backward", [](auto p, auto v) {
-      return v > 0 ? p : decltype(p){0};
-    })};
+    return std::vector<Tensor>{map_binary(
+        g, xd, "relu_backward", [](auto p, auto v) { return v > 0 ? p : decltype(p){0}; })};
   });
 }
 

@@ -9,6 +9,21 @@ thread_local bool grad_mode = true;
 bool anomaly_mode = false;
 }  // namespace
 
+Node::~Node() {
+  // Destroying a chain recursively (node -> input -> its node -> ...) takes
+  // one stack frame per op; a 100k-op unroll would overflow. Instead, detach
+  // the inputs that only this node holds and release them from a worklist.
+  std::vector<std::shared_ptr<VariableImpl>> pending = std::move(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<VariableImpl> v = std::move(pending.back());
+    pending.pop_back();
+    if (v && v.use_count() == 1 && v->grad_fn && v->grad_fn.use_count() == 1) {
+      std::shared_ptr<Node> node = std::move(v->grad_fn);
+      for (auto& in : node->inputs) pending.push_back(std::move(in));
+    }
+  }
+}
+
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   if (!data.defined()) fail("Variable: undefined tensor");
   if (requires_grad && data.dtype() == DType::Int64)

@@ -35,6 +35,7 @@ struct Node {
   BackwardFn backward;  // released after use unless the graph is retained
   Node(std::string n, std::vector<std::shared_ptr<VariableImpl>> in, BackwardFn fn)
       : name(std::move(n)), inputs(std::move(in)), backward(std::move(fn)) {}
+  ~Node();  // iterative, so a long chain of nodes cannot overflow the stack
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 };

@@ -17,8 +17,9 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 }
 
 Variable masked_fill(const Variable& x, const Tensor& mask, double value) {
-  return make_result(masked_fill(x.data(), mask, value), "masked_fill", {x},
-                     [mask](const Tensor& g) { return std::vector<Tensor>{masked_fill(g, mask, 0)}; });
+  return make_result(
+      masked_fill(x.data(), mask, value), "masked_fill", {x},
+      [mask](const Tensor& g) { return std::vector<Tensor>{masked_fill(g, mask, 0)}; });
 }
 
 }  // namespace gradflow

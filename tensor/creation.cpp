@@ -55,7 +55,8 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, double low, double 
   visit_float(dtype, "rand", [&](auto zero) {
     using T = decltype(zero);
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.uniform());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<T>(low + (high - low) * gen.uniform());
   });
   return t;
 }
@@ -80,8 +81,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
   if (high <= low) fail("randint: empty range [", low, ", ", high, ")");
   Tensor t = Tensor::empty(shape, DType::Int64);
   int64_t* p = t.data<int64_t>();
-  for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = low + gen.below(static_cast<uint64_t>(high - low));
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = low + gen.below(static_cast<uint64_t>(high - low));
   return t;
 }
 

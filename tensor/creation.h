@@ -26,10 +26,10 @@ Tensor from_vector(const std::vector<double>& values, DType dtype = DType::Float
 Tensor from_indices(const std::vector<int64_t>& values, const Shape& shape);  // Int64
 
 // Uniform in [low, high), standard normal times std plus mean, integers in [low, high).
-Tensor rand(const Shape& shape, Generator& gen = default_generator(),
-            DType dtype = DType::Float32, double low = 0, double high = 1);
-Tensor randn(const Shape& shape, Generator& gen = default_generator(),
-             DType dtype = DType::Float32, double mean = 0, double std = 1);
+Tensor rand(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32,
+            double low = 0, double high = 1);
+Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32,
+             double mean = 0, double std = 1);
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
 
 }  // namespace gradflow

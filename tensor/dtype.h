@@ -16,26 +16,42 @@ inline size_t dtype_size(DType t) { return t == DType::Float32 ? 4 : 8; }
 
 inline std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
   }
   return "?";
 }
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
 
 // Calls fn(T{}) with T the C++ type of a floating dtype, so one templated
 // kernel body serves float and double. `op` names the caller in the error.
 template <class Fn>
 decltype(auto) visit_float(DType t, std::string_view op, Fn&& fn) {
   switch (t) {
-    case DType::Float32: return fn(float{});
-    case DType::Float64: return fn(double{});
-    default: fail(op, ": expected a floating dtype, got ", dtype_name(t));
+    case DType::Float32:
+      return fn(float{});
+    case DType::Float64:
+      return fn(double{});
+    default:
+      fail(op, ": expected a floating dtype, got ", dtype_name(t));
   }
 }
 
@@ -43,9 +59,12 @@ decltype(auto) visit_float(DType t, std::string_view op, Fn&& fn) {
 template <class Fn>
 decltype(auto) visit_any(DType t, Fn&& fn) {
   switch (t) {
-    case DType::Float32: return fn(float{});
-    case DType::Float64: return fn(double{});
-    case DType::Int64: return fn(int64_t{});
+    case DType::Float32:
+      return fn(float{});
+    case DType::Float64:
+      return fn(double{});
+    case DType::Int64:
+      return fn(int64_t{});
   }
   return fn(float{});
 }

@@ -11,9 +11,7 @@ namespace gradflow {
 namespace {
 // A scalar operand as a 0-d tensor of a's dtype, so scalar forms reuse the
 // broadcasting kernels (the broadcast branch loads it once per run).
-Tensor scalar_like(const Tensor& a, double s) {
-  return Tensor::empty({}, a.dtype()).fill_(s);
-}
+Tensor scalar_like(const Tensor& a, double s) { return Tensor::empty({}, a.dtype()).fill_(s); }
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
@@ -73,8 +71,8 @@ Tensor gelu(const Tensor& a) {
 namespace {
 template <class Pred>
 Tensor compare(const Tensor& a, const Tensor& b, const char* op, Pred pred) {
-  return map_binary(a, b, op,
-                    [pred](auto x, auto y) { return pred(x, y) ? decltype(x){1} : decltype(x){0}; });
+  return map_binary(
+      a, b, op, [pred](auto x, auto y) { return pred(x, y) ? decltype(x){1} : decltype(x){0}; });
 }
 }  // namespace
 

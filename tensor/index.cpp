@@ -10,8 +10,7 @@ namespace gradflow {
 namespace {
 
 // Copies the indices out as a contiguous vector after checking each one.
-std::vector<int64_t> checked_indices(const Tensor& index, int64_t limit, int axis,
-                                     const char* op) {
+std::vector<int64_t> checked_indices(const Tensor& index, int64_t limit, int axis, const char* op) {
   if (!index.defined() || index.dtype() != DType::Int64)
     fail(op, ": indices must be an int64 tensor");
   if (index.ndim() != 1) fail(op, ": indices must be 1-D, got shape ", shape_str(index.shape()));
@@ -33,7 +32,8 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   Tensor out = Tensor::empty(shape, x.dtype());
   if (ax == 0 && x.is_contiguous()) {  // embedding lookup: whole rows
     size_t row_bytes = x.numel() / std::max<int64_t>(1, x.shape()[0]) * dtype_size(x.dtype());
-    const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * dtype_size(x.dtype());
+    const char* src =
+        static_cast<const char*>(x.storage()->data()) + x.offset() * dtype_size(x.dtype());
     char* dst = static_cast<char*>(out.storage()->data());
     for (size_t i = 0; i < idx.size(); ++i)
       std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
@@ -74,8 +74,8 @@ void check_gather(const Tensor& x, int ax, const Tensor& index, const char* op) 
 // after checking the index value; shared by gather and scatter_add_.
 // Shape: index (..., J along axis, ...); x (..., N along axis, ...).
 template <class Body>
-void walk_gather(const Tensor& x, int ax, const Tensor& index, const Strides& other,
-                 const char* op, Body body) {
+void walk_gather(const Tensor& x, int ax, const Tensor& index, const Strides& other, const char* op,
+                 Body body) {
   const int64_t* ip = index.data<int64_t>();
   const int64_t n = x.shape()[ax], j_count = index.shape()[ax];
   const int64_t si = index.strides()[ax], sx = x.strides()[ax], so = other[ax];

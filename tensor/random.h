@@ -16,8 +16,8 @@ class Generator {
   void manual_seed(uint64_t seed);
 
   uint64_t next_u64();
-  double uniform();                     // [0, 1), 53 random bits
-  int64_t below(uint64_t n);            // uniform integer in [0, n), unbiased
+  double uniform();                        // [0, 1), 53 random bits
+  int64_t below(uint64_t n);               // uniform integer in [0, n), unbiased
   void normal_pair(double& a, double& b);  // two independent N(0, 1) draws
 
   std::array<uint64_t, 4> state() const { return s_; }

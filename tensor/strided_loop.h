@@ -29,8 +29,7 @@ void for_each_run(const Shape& shape, const std::array<Strides, N>& strides, Inn
     if (shape[i] == 0) return;
     if (shape[i] == 1) continue;
     bool merge = !dims.empty();
-    for (size_t k = 0; k < N && merge; ++k)
-      merge = st[k].back() == strides[k][i] * shape[i];
+    for (size_t k = 0; k < N && merge; ++k) merge = st[k].back() == strides[k][i] * shape[i];
     if (merge) {
       dims.back() *= shape[i];
       for (size_t k = 0; k < N; ++k) st[k].back() = strides[k][i];

@@ -50,7 +50,8 @@ int64_t element_offset(const Tensor& t, std::initializer_list<int64_t> index, co
   int64_t offset = t.offset(), axis = 0;
   for (int64_t i : index) {
     int64_t n = t.shape()[axis];
-    if (i < -n || i >= n) fail(op, ": index ", i, " is out of range for axis ", axis, " of size ", n);
+    if (i < -n || i >= n)
+      fail(op, ": index ", i, " is out of range for axis ", axis, " of size ", n);
     offset += (i < 0 ? i + n : i) * t.strides()[axis];
     ++axis;
   }

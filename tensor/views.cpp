@@ -42,8 +42,8 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 &&
-                                 old_strides[d - 1] != tensor_numel * chunk_stride);
+    bool chunk_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
       out[view_d] = view_numel * chunk_stride;
@@ -164,8 +164,7 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  if (shape.size() < shape_.size() ||
-      broadcast_shapes(shape_, shape, "expand") != shape)
+  if (shape.size() < shape_.size() || broadcast_shapes(shape_, shape, "expand") != shape)
     fail("expand: shape ", shape_str(shape_), " cannot be expanded to ", shape_str(shape));
   return make_view(*this, shape, broadcast_strides(shape_, strides_, shape), offset_);
 }

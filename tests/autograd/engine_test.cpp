@@ -1,0 +1,178 @@
+// The engine's contract: accumulation, leaves and intermediates, hooks,
+// no_grad, detach, anomaly mode, and errors that name the op.
+#include <cmath>
+
+#include "check.h"
+
+namespace gradflow {
+namespace {
+using namespace testing;
+
+Variable scalar_var(double v) { return Variable(scalar_tensor(v, DType::Float64), true); }
+
+// f = x*(x*a) + (x*x)*a + x*(x*a) at x = a = 1: each term is x^2 a, so
+// df/dx = 3 * 2 x a = 6. Engines that overwrite instead of accumulate when a
+// value is used more than once get 2 or 4.
+TEST(Engine, RepeatedUseAccumulates) {
+  Variable x = scalar_var(1), a = scalar_var(1);
+  Variable f = x * (x * a) + (x * x) * a + x * (x * a);
+  f.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 6);
+  EXPECT_DOUBLE_EQ(a.grad().item(), 3);
+}
+
+TEST(Engine, SelfAddAndSelfMul) {
+  Variable x = scalar_var(3);
+  (x + x).backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 2);
+  x.zero_grad();
+  (x * x).backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 6);
+}
+
+TEST(Engine, DiamondGraph) {
+  // b and c both depend on a; d depends on both: gradient flows on both paths.
+  Variable x = scalar_var(2);
+  Variable a = x * 3.0;
+  Variable b = exp(a), c = a * a;
+  Variable d = b + c;
+  d.backward();
+  EXPECT_NEAR(x.grad().item(), 3 * (std::exp(6.0) + 2 * 6), 1e-9);
+}
+
+TEST(Engine, LeafGradientsAccumulateAcrossBackwardsUntilZeroed) {
+  Variable x = scalar_var(2);
+  (x * x).backward();
+  (x * x).backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 8);
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+  (x * 5.0).backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 5);
+}
+
+TEST(Engine, IntermediatesKeepNoGradUnlessRetained) {
+  Variable x = scalar_var(2);
+  Variable y = x * x, z = x * 3.0;
+  z.retain_grad();
+  (y * z).backward();
+  EXPECT_FALSE(y.grad().defined());
+  EXPECT_DOUBLE_EQ(z.grad().item(), 4);  // d(y z)/dz = y
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_EQ(y.grad_fn_name(), "mul");
+}
+
+TEST(Engine, HooksSeeAndReplaceGradients) {
+  Variable x = scalar_var(2);
+  Variable y = x * 3.0;
+  double seen = 0;
+  y.register_hook([&](const Tensor& g) {
+    seen = g.item();
+    return mul(g, 10.0);
+  });
+  Variable z = y * y;  // dz/dy = 2 y = 12
+  z.backward();
+  EXPECT_DOUBLE_EQ(seen, 12);
+  EXPECT_DOUBLE_EQ(x.grad().item(), 12 * 10 * 3);
+  // A hook that returns an undefined tensor leaves the gradient alone.
+  Variable w = scalar_var(1);
+  w.register_hook([](const Tensor&) { return Tensor(); });
+  (w * 4.0).backward();
+  EXPECT_DOUBLE_EQ(w.grad().item(), 4);
+}
+
+TEST(Engine, NoGradAndDetachRecordNothing) {
+  Variable x = scalar_var(2);
+  {
+    NoGradGuard guard;
+    Variable y = x * x;
+    EXPECT_FALSE(y.requires_grad());
+  }
+  EXPECT_TRUE(grad_enabled());
+  Variable d = x.detach();
+  EXPECT_FALSE(d.requires_grad());
+  Variable y = x * d;  // d is a constant here
+  y.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 2);
+}
+
+TEST(Engine, NonScalarBackwardNeedsGradient) {
+  Variable x(dense({2, 3}), true);
+  Variable y = x * 2.0;
+  try {
+    y.backward();
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(2, 3)"), std::string::npos) << e.what();
+  }
+  y.backward(ones({2, 3}, DType::Float64));
+  expect_near_vec(x.grad(), {2, 2, 2, 2, 2, 2});
+  EXPECT_THROW(y.backward(ones({3, 2}, DType::Float64)),
+               Error);  // freed graph or shape: both throw
+}
+
+TEST(Engine, SecondBackwardThroughFreedGraphThrows) {
+  Variable x = scalar_var(2);
+  Variable y = exp(x);
+  y.backward();
+  EXPECT_THROW(y.backward(), Error);
+  Variable z = exp(x);
+  z.backward(Tensor(), /*retain_graph=*/true);
+  z.backward();
+  EXPECT_NEAR(x.grad().item(), std::exp(2.0) * 3, 1e-9);
+}
+
+TEST(Engine, BackwardOnConstantThrows) {
+  Variable c(ones({}));
+  EXPECT_THROW(c.backward(), Error);
+  EXPECT_THROW(Variable(ones({2}, DType::Int64), true), Error);
+}
+
+TEST(Engine, AnomalyModeNamesTheOp) {
+  AnomalyGuard anomaly;
+  Variable x(zeros({2}, DType::Float64), true);
+  try {
+    sum(sqrt(x)).backward();
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sqrt'"), std::string::npos) << e.what();
+  }
+  Variable y(zeros({2}, DType::Float64), true);
+  try {
+    sum(log(y)).backward();
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'log'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Engine, WithoutAnomalyModeNonFiniteGradientsPassThrough) {
+  Variable x(zeros({1}, DType::Float64), true);
+  sum(sqrt(x)).backward();
+  EXPECT_TRUE(std::isinf(x.grad().item()));
+}
+
+TEST(Engine, DeepChainDoesNotOverflowTheStack) {
+  Variable x = scalar_var(1);
+  Variable y = x;
+  for (int i = 0; i < 100000; ++i) y = y * 1.0;
+  y.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item(), 1);
+}
+
+TEST(Engine, GradcheckReportsAWrongGradient) {
+  // A deliberately wrong backward must be caught by the checker.
+  auto wrong = [](const std::vector<Variable>& v) {
+    Tensor y = mul(v[0].data(), v[0].data());
+    Tensor x = v[0].data();
+    return make_result(y, "bad_square", {v[0]}, [x](const Tensor& g) {
+      return std::vector<Tensor>{mul(g, x)};
+    });  // misses 2
+  };
+  GradcheckResult r = gradcheck(wrong, {dense({3})});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("bad_square"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace gradflow
