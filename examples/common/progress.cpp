@@ -1,0 +1,222 @@
+#include "examples/common/progress.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "tensor/error.h"
+
+namespace gradflow::cli {
+namespace {
+
+constexpr size_t kBarWidth = 20, kMinBarWidth = 10;
+constexpr const char* kClearToEnd = "\x1b[K";  // erase what a longer previous line left
+
+double steady_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Control characters would break the one-line layout, and ESC would smuggle
+// escape codes into plain logs.
+std::string sanitize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return out;
+}
+
+// Cut to `width` bytes without splitting a UTF-8 sequence in the caller's text.
+std::string fit(std::string line, size_t width) {
+  if (line.size() <= width) return line;
+  size_t cut = width;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  line.resize(cut);
+  return line;
+}
+
+// The first k/10 boundary (ceil(total * k / 10), k = 1..10) above `step`;
+// computed without total * k so huge totals cannot overflow.
+int64_t milestone_after(int64_t step, int64_t total) {
+  for (int64_t k = 1; k <= 10; ++k) {
+    int64_t boundary = total / 10 * k + (total % 10 * k + 9) / 10;
+    if (boundary > step) return boundary;
+  }
+  return total + 1;
+}
+
+std::string format_rate(double steps_per_second) {
+  if (!(steps_per_second > 0) || !std::isfinite(steps_per_second)) return "-- steps/s";
+  char buf[48];
+  // Slow steps read better as seconds per step than as "0.02 steps/s".
+  if (steps_per_second < 1) {
+    std::snprintf(buf, sizeof buf, "%.1f s/step", 1 / steps_per_second);
+  } else {
+    std::snprintf(buf, sizeof buf, steps_per_second >= 100 ? "%.0f steps/s" : "%.1f steps/s",
+                  steps_per_second);
+  }
+  return buf;
+}
+
+int fd_of(const std::ostream& out) {
+  if (&out == &std::cout) return STDOUT_FILENO;
+  if (&out == &std::cerr || &out == &std::clog) return STDERR_FILENO;
+  return -1;
+}
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  // Beyond ~285 million years the cast below would overflow; no ETA is that useful.
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 9e15) return "--";
+  auto t = static_cast<long long>(seconds);
+  char buf[48];
+  if (t < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", t);
+  } else if (t < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  } else if (t < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, t % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", t / 86400, t % 86400 / 3600);
+  }
+  return buf;
+}
+
+Progress::Progress(int64_t total) : Progress(total, std::cerr) {}
+
+Progress::Progress(int64_t total, std::ostream& out, ProgressOptions options)
+    : total_(total), out_(out), options_(std::move(options)) {
+  if (total_ < 1) fail("progress: total steps must be >= 1, got ", total_);
+  if (options_.start_step < 0 || options_.start_step > total_)
+    fail("progress: start step ", options_.start_step, " outside [0, ", total_, "]");
+  if (!options_.clock) options_.clock = steady_seconds;
+  fd_ = fd_of(out_);
+  if (options_.tty) {
+    tty_ = *options_.tty;
+  } else {
+    const char* term = std::getenv("TERM");
+    tty_ = fd_ >= 0 && isatty(fd_) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
+  }
+  start_time_ = last_output_ = options_.clock();
+  step_ = options_.start_step;
+  next_milestone_ = milestone_after(step_, total_);
+}
+
+Progress::~Progress() {
+  if (!drawn_ || finished_) return;
+  try {
+    out_ << '\n' << std::flush;
+  } catch (...) {  // a destructor must not throw, and there is no one to tell
+  }
+}
+
+size_t Progress::width() const {
+  // Asked at every redraw so a resized window never wraps the line, which
+  // would defeat '\r' and scroll a new copy of the bar each time.
+  int columns = options_.columns;
+  winsize ws{};
+  if (columns <= 0 && fd_ >= 0 && ioctl(fd_, TIOCGWINSZ, &ws) == 0) columns = ws.ws_col;
+  if (columns <= 0) {
+    const char* env = std::getenv("COLUMNS");
+    columns = env != nullptr ? std::atoi(env) : 0;
+  }
+  if (columns <= 0) columns = 80;
+  return static_cast<size_t>(std::max(columns - 1, 10));  // the last column may wrap
+}
+
+std::string Progress::stats(int64_t step, double now, bool compact) const {
+  double elapsed = now - start_time_;
+  int64_t done = step - options_.start_step;
+  double rate = elapsed > 0 && done > 0 ? static_cast<double>(done) / elapsed : NAN;
+  double eta = step == total_ ? 0.0 : static_cast<double>(total_ - step) / rate;
+  // Rounded down, so "100%" only ever means done; double so huge totals cannot overflow.
+  auto percent =
+      static_cast<int64_t>(100.0 * static_cast<double>(step) / static_cast<double>(total_));
+  if (step < total_) percent = std::min<int64_t>(percent, 99);
+  std::string s = std::to_string(step) + "/" + std::to_string(total_) + " " +
+                  std::to_string(percent) + "%  " + format_rate(rate) + "  " +
+                  (compact ? "" : "elapsed ") + format_duration(elapsed) +
+                  (compact ? " eta " : "  eta ") + format_duration(eta);
+  return text_.empty() ? s : s + "  " + text_;
+}
+
+std::string Progress::bar_line(double now) const {
+  // The caller's text (the loss) matters more than the bar, so on a narrow
+  // terminal the bar shrinks, then goes, before the text is cut.
+  std::string s = stats(step_, now, /*compact=*/true);
+  size_t w = width();
+  size_t bar = std::min(kBarWidth, w > s.size() + 3 ? w - s.size() - 3 : 0);  // "[", "] "
+  if (bar < kMinBarWidth) return fit(s, w);
+  auto filled = static_cast<size_t>(static_cast<double>(bar) * static_cast<double>(step_) /
+                                    static_cast<double>(total_));
+  // Built with append: g++ 12 at -O3 warns falsely (-Wrestrict) on a chain of
+  // string operator+ here.
+  std::string line = "[";
+  line.append(filled, '#').append(bar - filled, '-').append("] ").append(s);
+  return line;
+}
+
+void Progress::draw(double now) {
+  out_ << '\r' << bar_line(now) << kClearToEnd << std::flush;
+  drawn_ = true;
+  last_output_ = now;
+}
+
+void Progress::print_plain(double now) {
+  out_ << "step " << stats(step_, now, /*compact=*/false) << '\n' << std::flush;
+  last_output_ = now;
+  next_milestone_ = milestone_after(step_, total_);
+}
+
+void Progress::update(int64_t step, std::string_view text) {
+  if (finished_) return;
+  step_ = std::clamp<int64_t>(step, 0, total_);
+  text_ = sanitize(text);
+  double now = options_.clock();
+  if (tty_) {
+    if (!drawn_ || step_ == total_ || now - last_output_ >= options_.redraw_interval) draw(now);
+  } else if (step_ >= next_milestone_ || now - last_output_ >= options_.plain_interval) {
+    // The last 10% boundary is total itself, so the final step always prints.
+    print_plain(now);
+  }
+}
+
+void Progress::note(std::string_view line) {
+  if (tty_ && drawn_) {
+    out_ << '\r' << kClearToEnd << sanitize(line) << '\n';
+    if (!finished_) draw(options_.clock());
+  } else {
+    out_ << sanitize(line) << '\n';
+  }
+  out_ << std::flush;
+}
+
+void Progress::finish(std::string_view text) {
+  if (finished_) return;
+  finished_ = true;
+  if (!text.empty()) text_ = sanitize(text);
+  double now = options_.clock();
+  double elapsed = now - start_time_;
+  int64_t done = step_ - options_.start_step;
+  std::string line = "done " + std::to_string(step_) + "/" + std::to_string(total_) + " in " +
+                     format_duration(elapsed) + "  " +
+                     format_rate(elapsed > 0 ? static_cast<double>(done) / elapsed : NAN);
+  if (!text_.empty()) line += "  " + text_;
+  if (tty_) {
+    out_ << '\r' << fit(line, width()) << kClearToEnd << '\n';
+  } else {
+    out_ << line << '\n';
+  }
+  out_ << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace gradflow::cli

@@ -1,0 +1,153 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "tensor/creation.h"
+#include "tensor/index.h"
+
+namespace gradflow::nn {
+
+ScaleMode ScaleMode::parse(const std::string& name) {
+  if (name == "inv_sqrt_dk") return {InvSqrtDk};
+  if (name == "none") return {None};
+  if (name == "inv_dk") return {InvDk};
+  if (name == "inv_2sqrt_dk") return {Inv2SqrtDk};
+  if (name == "learned") return {Learned};
+  if (name == "qk_norm") return {QkNorm};
+  if (name.rfind("const:", 0) == 0) {
+    std::string number = name.substr(6);
+    char* end = nullptr;
+    double value = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
+      fail("scale mode: '", name, "' needs a positive number after const:, e.g. const:0.125");
+    return {Constant, value};
+  }
+  fail("scale mode: unknown '", name,
+       "' (expected inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<value>, learned or qk_norm)");
+}
+
+std::string ScaleMode::name() const {
+  switch (kind) {
+    case InvSqrtDk: return "inv_sqrt_dk";
+    case None: return "none";
+    case InvDk: return "inv_dk";
+    case Inv2SqrtDk: return "inv_2sqrt_dk";
+    case Learned: return "learned";
+    case QkNorm: return "qk_norm";
+    case Constant: {
+      std::ostringstream out;
+      out << "const:" << constant;
+      return out.str();
+    }
+  }
+  return "?";
+}
+
+double ScaleMode::value(int64_t d_k) const {
+  const double d = static_cast<double>(d_k);
+  switch (kind) {
+    case None: return 1.0;
+    case InvDk: return 1.0 / d;
+    case Inv2SqrtDk: return 0.5 / std::sqrt(d);
+    case Constant: return constant;
+    default: return 1.0 / std::sqrt(d);  // InvSqrtDk, and the start of Learned, QkNorm
+  }
+}
+
+Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
+  Tensor mask = zeros({t, s}, dtype);
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = i + offset + 1; j < s; ++j) mask.set({i, j}, 1);
+  return mask;
+}
+
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const Tensor& mask, double fixed_scale,
+                                      const Variable& scale, AttentionProbe* probe) {
+  if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim() ||
+      q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
+    fail("scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
+         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+  // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
+  Variable scores = matmul(q, transpose(k, -1, -2));
+  Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;
+  Variable weights;
+  if (mask.defined()) {
+    // -inf, not a large negative number: a row with every key masked then
+    // softmaxes to zeros (see softmax) instead of a uniform average of
+    // values it must not see.
+    weights = softmax(masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity()), -1);
+  } else {
+    weights = softmax(logits, -1);
+  }
+  if (probe) *probe = {logits, weights};
+  return matmul(weights, v);
+}
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale_mode,
+                                       Generator& gen, DType dtype)
+    : d_model_(d_model), heads_(heads), d_k_(heads > 0 ? d_model / heads : 0), scale_(scale_mode) {
+  if (d_model <= 0 || heads <= 0 || d_model % heads != 0)
+    fail("MultiHeadAttention: d_model (", d_model, ") must be a positive multiple of heads (",
+         heads, ")");
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
+  if (scale_.kind == ScaleMode::QkNorm) {
+    q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
+    k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
+  }
+  if (scale_.kind == ScaleMode::Learned)
+    scale = register_parameter("scale", full({1}, scale_.value(d_k_), dtype));
+}
+
+Variable MultiHeadAttention::split_heads(const Variable& x) const {
+  const int64_t b = x.shape()[0], t = x.shape()[1];
+  // A view: (B, T, H, D) then swap T and H; GEMM reads the strides as they are.
+  return transpose(reshape(x, {b, t, heads_, d_k_}), 1, 2);
+}
+
+Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, const Tensor& mask,
+                                     KVCache* cache) {
+  if (x.ndim() != 3 || x.shape()[2] != d_model_ || memory.ndim() != 3 ||
+      memory.shape()[2] != d_model_ || memory.shape()[0] != x.shape()[0])
+    fail("MultiHeadAttention: expected x (B, T, ", d_model_, ") and memory (B, S, ", d_model_,
+         "), got ", shape_str(x.shape()), " and ", shape_str(memory.shape()));
+  const int64_t b = x.shape()[0], t = x.shape()[1];
+  Variable q = split_heads(q_proj->forward(x));
+  Variable k, v;
+  if (cache && cache->fixed && cache->k.defined()) {
+    k = Variable(cache->k);
+    v = Variable(cache->v);
+  } else {
+    k = split_heads(k_proj->forward(memory));
+    v = split_heads(v_proj->forward(memory));
+  }
+  if (cache) {
+    // Generation runs without gradients; the cache holds plain tensors.
+    if (!cache->fixed && cache->k.defined()) {
+      k = Variable(cat({cache->k, k.data()}, 2));
+      v = Variable(cat({cache->v, v.data()}, 2));
+    }
+    cache->k = k.data();
+    cache->v = v.data();
+  }
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  Variable heads = scaled_dot_product_attention(q, k, v, mask, scale_.value(d_k_), scale,
+                                                record_probe ? &probe : nullptr);
+  // (B, H, T, D) -> (B, T, H, D) -> (B, T, C): the one copy, into row-major.
+  return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, d_model_}));
+}
+
+std::string MultiHeadAttention::describe() const {
+  return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", heads=" +
+         std::to_string(heads_) + ", d_k=" + std::to_string(d_k_) + ", scale=" + scale_.name() + ")";
+}
+
+}  // namespace gradflow::nn

@@ -1,0 +1,99 @@
+// Scaled dot-product attention with the scale as the user's choice, and
+// multi-head attention built from separate Q, K, V and O projections.
+//
+// Shapes: q (B, H, T, D), k and v (B, H, S, D), weights (B, H, T, S), with T
+// query positions, S key positions, H heads of size D = d_k = d_model / H.
+//
+// Scale modes (names as used in files and flags):
+//   inv_sqrt_dk    1/sqrt(d_k), Vaswani et al.; the default
+//   none           1
+//   inv_dk         1/d_k, as muP
+//   inv_2sqrt_dk   1/(2 sqrt(d_k))
+//   const:<value>  any constant, e.g. const:0.125 (sweeps of d_k^-alpha)
+//   learned        a learned temperature: a parameter started at 1/sqrt(d_k)
+//   qk_norm        LayerNorm on q and k (over D, per head) before the product,
+//                  then 1/sqrt(d_k), as Dehghani et al. 2023
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "autograd/ops.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "nn/norm.h"
+
+namespace gradflow::nn {
+
+struct ScaleMode {
+  enum Kind { InvSqrtDk, None, InvDk, Inv2SqrtDk, Constant, Learned, QkNorm };
+  Kind kind = InvSqrtDk;
+  double constant = 0;  // for Constant
+
+  static ScaleMode parse(const std::string& name);  // throws on an unknown name
+  std::string name() const;
+  // The fixed factor for d_k; for Learned, the starting value; for QkNorm, 1/sqrt(d_k).
+  double value(int64_t d_k) const;
+};
+
+// What the study looks at, recorded without changing the computation. The
+// Variables are the live graph nodes: a gradient hook registered on them
+// before backward sees the gradient at the scores.
+struct AttentionProbe {
+  Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
+  Variable weights;  // softmax output, (B, H, T, S)
+};
+
+// softmax(scale * q k^T, masked) v. `mask` is 1 where a key is hidden and
+// broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d or (1)
+// Variable (learned) or undefined, then `fixed_scale` is used. A query whose
+// keys are all masked gets zero weights, a zero output and zero gradients.
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const Tensor& mask, double fixed_scale,
+                                      const Variable& scale = Variable(),
+                                      AttentionProbe* probe = nullptr);
+
+// (T, S) float mask, 1 above the diagonal: query i may not see key j > i + offset.
+Tensor causal_mask(int64_t t, int64_t s, DType dtype = DType::Float32, int64_t offset = 0);
+
+// Keys and values of the positions seen so far, for generation: each new
+// token then costs one position instead of re-running the whole prefix.
+// For cross-attention the memory does not grow: `fixed` keys and values are
+// computed on the first step and reused after.
+struct KVCache {
+  Tensor k{}, v{};  // (B, H, S_so_far, D), undefined before the first step
+  bool fixed = false;
+  int64_t length() const { return k.defined() ? k.shape()[2] : 0; }
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale = {},
+                     Generator& gen = default_generator(), DType dtype = DType::Float32);
+
+  // x (B, T, C) attends to memory (B, S, C): pass x itself for
+  // self-attention, the encoder output for cross-attention. With a cache,
+  // x holds only the new positions and their keys and values are appended.
+  Variable forward(const Variable& x, const Variable& memory, const Tensor& mask = Tensor(),
+                   KVCache* cache = nullptr);
+  std::string describe() const override;
+
+  int64_t heads() const { return heads_; }
+  int64_t d_k() const { return d_k_; }
+  const ScaleMode& scale_mode() const { return scale_; }
+
+  // Set record_probe to keep the last forward's logits and weights.
+  bool record_probe = false;
+  AttentionProbe probe;
+
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<LayerNorm> q_norm, k_norm;  // qk_norm mode only
+  Variable scale;                             // learned mode only
+
+ private:
+  Variable split_heads(const Variable& x) const;  // (B, T, C) -> (B, H, T, D)
+  int64_t d_model_, heads_, d_k_;
+  ScaleMode scale_;
+};
+
+}  // namespace gradflow::nn

@@ -1,0 +1,30 @@
+#include "nn/linear.h"
+
+#include <cmath>
+
+#include "nn/layer_checks.h"
+#include "tensor/creation.h"
+
+namespace gradflow::nn {
+
+Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen, DType dtype)
+    : in_(in), out_(out) {
+  check_positive("Linear", in, "in_features");
+  check_positive("Linear", out, "out_features");
+  double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  weight = register_parameter("weight", rand({out, in}, gen, dtype, -bound, bound));
+  if (has_bias) bias = register_parameter("bias", rand({out}, gen, dtype, -bound, bound));
+}
+
+Variable Linear::forward(const Variable& x) const {
+  check_last_axis("Linear", x, in_);
+  Variable y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? y + bias : y;
+}
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(in_) + " -> " + std::to_string(out_) +
+         (bias.defined() ? ")" : ", no bias)");
+}
+
+}  // namespace gradflow::nn

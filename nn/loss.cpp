@@ -1,0 +1,120 @@
+#include "nn/loss.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "tensor/creation.h"
+#include "tensor/elementwise.h"
+
+namespace gradflow::nn {
+
+namespace {
+
+void check_cross_entropy(const Variable& logits, const Tensor& targets, double smoothing) {
+  if (!targets.defined() || targets.dtype() != DType::Int64)
+    fail("cross_entropy: targets must be an int64 tensor");
+  Shape expected(logits.shape().begin(), logits.shape().end() - (logits.ndim() ? 1 : 0));
+  if (logits.ndim() < 1 || targets.shape() != expected)
+    fail("cross_entropy: logits ", shape_str(logits.shape()), " need targets of shape ",
+         shape_str(expected), ", got ", shape_str(targets.shape()));
+  if (!(smoothing >= 0 && smoothing <= 1))
+    fail("cross_entropy: label_smoothing must be in [0, 1], got ", smoothing);
+}
+
+}  // namespace
+
+Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ignore_index,
+                       double smoothing) {
+  check_cross_entropy(logits, targets, smoothing);
+  const int64_t classes = logits.shape().back();
+  const int64_t rows = logits.numel() / std::max<int64_t>(classes, 1);
+  Tensor x = logits.data().contiguous().view({rows, classes});
+  Tensor t = targets.contiguous().view({rows});
+  const int64_t* target = t.data<int64_t>();
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (target[r] == ignore_index) continue;
+    if (target[r] < 0 || target[r] >= classes)
+      fail("cross_entropy: target ", target[r], " is out of range for ", classes, " classes");
+    ++counted;
+  }
+  // Shape: x (N, V); lse (N) the log-sum-exp of each row, kept for backward.
+  Tensor lse = Tensor::empty({rows}, DType::Float64);
+  double total = 0;
+  visit_float(x.dtype(), "cross_entropy", [&](auto zero) {
+    using T = decltype(zero);
+    const T* px = x.data<T>();
+    double* pl = lse.data<double>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = px + r * classes;
+      double m = row[0];
+      for (int64_t j = 1; j < classes; ++j) m = std::max<double>(m, row[j]);
+      double s = 0, sum_x = 0;
+      for (int64_t j = 0; j < classes; ++j) {
+        s += std::exp(row[j] - m);
+        sum_x += row[j] - m;
+      }
+      double log_s = std::log(s);
+      pl[r] = m + log_s;
+      if (target[r] == ignore_index) continue;
+      // -log p_j = (m - x_j) + log s, in that order for exactness at large m.
+      double nll = (m - row[target[r]]) + log_s;
+      double uniform = log_s - sum_x / static_cast<double>(classes);
+      total += (1 - smoothing) * nll + smoothing * uniform;
+    }
+  });
+  const double count = static_cast<double>(std::max<int64_t>(counted, 1));
+  Tensor loss = full({}, total / count, logits.dtype());
+  const Shape shape = logits.shape();
+  return make_result(loss, "cross_entropy", {logits},
+                     [x, t, lse, ignore_index, smoothing, count, shape](const Tensor& g) {
+    Tensor gx = Tensor::empty(x.shape(), x.dtype());
+    const int64_t n = x.shape()[0], v = x.shape()[1];
+    const double scale = g.item() / count;
+    const int64_t* target = t.data<int64_t>();
+    const double* pl = lse.data<double>();
+    visit_float(x.dtype(), "cross_entropy", [&](auto zero) {
+      using T = decltype(zero);
+      const T* px = x.data<T>();
+      T* pg = gx.data<T>();
+      for (int64_t r = 0; r < n; ++r) {
+        T* out = pg + r * v;
+        if (target[r] == ignore_index) {
+          std::fill(out, out + v, T{0});
+          continue;
+        }
+        const T* row = px + r * v;
+        const double off = smoothing / static_cast<double>(v);
+        for (int64_t j = 0; j < v; ++j)
+          out[j] = static_cast<T>((std::exp(row[j] - pl[r]) - off) * scale);
+        out[target[r]] -= static_cast<T>((1 - smoothing) * scale);
+      }
+    });
+    return std::vector<Tensor>{gx.view(shape)};
+  });
+}
+
+Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
+                                 int64_t ignore_index, double smoothing) {
+  check_cross_entropy(logits, targets, smoothing);
+  Tensor ignored = eq(targets.to(DType::Float64), full({}, static_cast<double>(ignore_index), DType::Float64));
+  Tensor safe = from_vector(std::vector<double>(targets.numel(), 0), targets.shape(), DType::Int64);
+  safe.copy_(where(ignored, zeros({}, DType::Float64), targets.to(DType::Float64)));
+  Tensor keep = sub(1.0, ignored).to(logits.dtype());
+  Variable logp = log_softmax(logits, -1);
+  Variable nll = neg(squeeze(gather(logp, -1, safe.unsqueeze(-1)), -1));
+  Variable uniform = neg(mean(logp, {-1}));
+  Variable per = nll * (1 - smoothing) + uniform * smoothing;
+  double count = std::max(1.0, sum(keep).item());
+  return sum(per * Variable(keep)) / count;
+}
+
+Variable mse_loss(const Variable& prediction, const Variable& target) {
+  if (prediction.shape() != target.shape())
+    fail("mse_loss: shapes differ: ", shape_str(prediction.shape()), " and ",
+         shape_str(target.shape()));
+  Variable d = prediction - target;
+  return mean(d * d);
+}
+
+}  // namespace gradflow::nn

@@ -1,0 +1,25 @@
+// Losses. Shapes: logits (..., V) with V classes, targets (...) int64.
+#pragma once
+
+#include "autograd/variable.h"
+
+namespace gradflow::nn {
+
+// Mean over the counted positions of
+//   (1 - eps) * -log p[target] + eps * mean_j(-log p[j]),  p = softmax(logits)
+// with eps the label smoothing. Positions whose target equals ignore_index
+// (padding) count for nothing; if every position is ignored the loss is 0.
+// Fused: one pass computes log-sum-exp per row and the loss; the backward is
+// (softmax - smoothed one-hot) / count, so huge logits (+-1e8) stay exact.
+Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ignore_index = -100,
+                       double label_smoothing = 0.0);
+
+// The same loss composed from log_softmax, gather and mean: the reference the
+// fused version is tested against.
+Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
+                                 int64_t ignore_index = -100, double label_smoothing = 0.0);
+
+// mean((prediction - target)^2).
+Variable mse_loss(const Variable& prediction, const Variable& target);
+
+}  // namespace gradflow::nn

@@ -1,0 +1,140 @@
+#include "nn/models.h"
+
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "tensor/creation.h"
+#include "tensor/elementwise.h"
+#include "tensor/index.h"
+#include "tensor/map.h"
+
+namespace gradflow::nn {
+
+void ModelConfig::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v <= 0) fail("model config: ", name, " must be positive, got ", v);
+  };
+  positive("vocab", vocab);
+  positive("d_model", d_model);
+  positive("heads", heads);
+  positive("layers", layers);
+  positive("d_ff", d_ff);
+  positive("max_len", max_len);
+  if (d_model % heads != 0)
+    fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
+  if (positional != "learned" && positional != "sinusoidal")
+    fail("model config: positional must be learned or sinusoidal, got '", positional, "'");
+  if (!(dropout >= 0 && dropout < 1)) fail("model config: dropout must be in [0, 1), got ", dropout);
+}
+
+Embeddings::Embeddings(const ModelConfig& c, Generator& gen, DType dtype) {
+  token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, gen, dtype));
+  if (c.positional == "learned")
+    position = register_module("position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, gen, dtype));
+  else
+    sinusoid = register_module("sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, dtype));
+}
+
+Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
+  if (ids.ndim() != 2) fail("Embeddings: ids must be (B, T), got ", shape_str(ids.shape()));
+  Variable x = token->forward(ids);
+  return position ? position->forward(x, start) : sinusoid->forward(x, start);
+}
+
+Tensor key_padding_mask(const Tensor& pad) {
+  if (!pad.defined()) return Tensor();
+  if (pad.ndim() != 2) fail("key_padding_mask: expected (B, S), got ", shape_str(pad.shape()));
+  return pad.unsqueeze(1).unsqueeze(1);
+}
+
+EncoderDecoder::EncoderDecoder(const ModelConfig& c, Generator& gen, DType dtype) : config_(c) {
+  c.validate();
+  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
+  encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
+  decoder = register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, true, gen, dtype));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  lm_head = register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+}
+
+Variable EncoderDecoder::encode(const Tensor& src, const Tensor& src_pad) const {
+  return encoder->forward(embed->forward(src), key_padding_mask(src_pad));
+}
+
+Variable EncoderDecoder::decode(const Tensor& tgt, const Variable& memory, const Tensor& src_pad,
+                                std::vector<LayerCache>* caches, int64_t start) const {
+  const int64_t t = tgt.shape()[1], total = start + t;
+  Tensor mask = causal_mask(t, total, memory.dtype(), start);
+  Variable x = decoder->forward(embed->forward(tgt, start), mask, memory, key_padding_mask(src_pad), caches);
+  return lm_head->forward(final_norm->forward(x));
+}
+
+Variable EncoderDecoder::forward(const Tensor& src, const Tensor& tgt_in, const Tensor& src_pad) const {
+  return decode(tgt_in, encode(src, src_pad), src_pad);
+}
+
+namespace {
+// argmax over the vocabulary of the last position: (B, T, V) -> (B, 1) ids.
+Tensor last_argmax(const Variable& logits) {
+  Tensor last = logits.data().select(1, logits.shape()[1] - 1);
+  return max(last, -1, true).indices;
+}
+}  // namespace
+
+Tensor EncoderDecoder::greedy_decode(const Tensor& src, const Tensor& src_pad, int64_t bos,
+                                     int64_t eos, int64_t max_len, bool use_cache) const {
+  NoGradGuard no_grad;
+  const int64_t b = src.shape()[0];
+  Variable memory = encode(src, src_pad);
+  Tensor out = full({b, 1}, static_cast<double>(bos), DType::Int64);
+  std::vector<LayerCache> caches;
+  std::vector<bool> done(b, false);
+  for (int64_t step = 0; step < max_len; ++step) {
+    Variable logits = use_cache ? decode(out.narrow(1, step, 1), memory, src_pad, &caches, step)
+                                : decode(out, memory, src_pad);
+    Tensor next = last_argmax(logits);
+    out = cat({out, next}, 1);
+    bool all_done = true;
+    for (int64_t i = 0; i < b; ++i) {
+      done[i] = done[i] || next.at({i, 0}) == static_cast<double>(eos);
+      all_done = all_done && done[i];
+    }
+    if (all_done) break;
+  }
+  return out.narrow(1, 1, out.shape()[1] - 1).contiguous();
+}
+
+DecoderLM::DecoderLM(const ModelConfig& c, Generator& gen, DType dtype) : config_(c) {
+  c.validate();
+  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
+  decoder = register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, false, gen, dtype));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  lm_head = register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+}
+
+Variable DecoderLM::forward(const Tensor& ids, std::vector<LayerCache>* caches, int64_t start) const {
+  const int64_t t = ids.shape()[1];
+  Variable x = embed->forward(ids, start);
+  x = decoder->forward(x, causal_mask(t, start + t, x.dtype(), start), Variable(), Tensor(), caches);
+  return lm_head->forward(final_norm->forward(x));
+}
+
+EncoderClassifier::EncoderClassifier(const ModelConfig& c, int64_t classes, Generator& gen, DType dtype)
+    : config_(c), classes_(classes) {
+  c.validate();
+  if (classes < 0) fail("EncoderClassifier: classes must be >= 0, got ", classes);
+  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
+  encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  head = register_module("head", std::make_shared<Linear>(c.d_model, classes > 0 ? classes : c.vocab, true, gen, dtype));
+}
+
+Variable EncoderClassifier::forward(const Tensor& ids, const Tensor& pad) const {
+  Variable x = final_norm->forward(encoder->forward(embed->forward(ids), key_padding_mask(pad)));
+  if (classes_ == 0) return head->forward(x);
+  // Mean over the real (non-padding) positions: (B, T, C) -> (B, C).
+  Tensor keep = pad.defined() ? sub(1.0, pad.to(x.dtype())) : ones({ids.shape()[0], ids.shape()[1]}, x.dtype());
+  Tensor count = sum(keep, {1}, true);
+  Variable weights(div(keep, map_unary(count, "max1", [](auto v) { return v < 1 ? decltype(v){1} : v; })).unsqueeze(-1));
+  return head->forward(sum(x * weights, {1}));
+}
+
+}  // namespace gradflow::nn

@@ -1,0 +1,109 @@
+// The three transformer models. Shapes: ids (B, T) int64; logits (B, T, V).
+//
+// Embeddings: one token table shared by source and target and a learned
+// position table of max_len rows (or fixed sinusoids), added. The head is a
+// final LayerNorm and an untied Linear to the vocabulary. With the workload
+// settings of bench/WORKLOADS.md the parameter counts equal the PyTorch
+// peer's (236,688 for seq2seq-tiny, 3,241,568 for gpt-small).
+#pragma once
+
+#include "nn/embedding.h"
+#include "nn/positional.h"
+#include "nn/transformer.h"
+
+namespace gradflow::nn {
+
+struct ModelConfig {
+  int64_t vocab = 16;
+  int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
+  int64_t max_len = 64;  // longest sequence (rows of the position table)
+  ScaleMode scale;
+  bool pre_ln = true;
+  std::string activation = "gelu";
+  std::string positional = "learned";  // or "sinusoidal" (no parameters)
+  double dropout = 0;
+
+  BlockConfig block() const { return {d_model, heads, d_ff, scale, pre_ln, activation, dropout}; }
+  void validate() const;  // throws a one-line Error naming the bad field
+};
+
+// Token and position embeddings: (B, T) ids -> (B, T, C).
+class Embeddings : public Module {
+ public:
+  Embeddings(const ModelConfig& config, Generator& gen, DType dtype);
+  Variable forward(const Tensor& ids, int64_t start = 0) const;
+  std::string describe() const override { return "Embeddings"; }
+  std::shared_ptr<Embedding> token;
+  std::shared_ptr<LearnedPositionalEmbedding> position;         // learned positions
+  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;        // or fixed ones
+};
+
+// (B, S) 1-where-padding -> the (B, 1, 1, S) key mask attention broadcasts.
+Tensor key_padding_mask(const Tensor& pad);
+
+// Encoder-decoder (seq2seq), as Vaswani et al.; the decoder cross-attends to
+// the encoder output.
+class EncoderDecoder : public Module {
+ public:
+  EncoderDecoder(const ModelConfig& config, Generator& gen = default_generator(),
+                 DType dtype = DType::Float32);
+  // src (B, S), tgt_in (B, T), src_pad (B, S) 1 at padding or undefined.
+  Variable forward(const Tensor& src, const Tensor& tgt_in, const Tensor& src_pad = Tensor()) const;
+  Variable encode(const Tensor& src, const Tensor& src_pad) const;  // (B, S, C)
+  // Target positions [start, start + T) given the memory; with caches, only
+  // the new positions are passed.
+  Variable decode(const Tensor& tgt, const Variable& memory, const Tensor& src_pad,
+                  std::vector<LayerCache>* caches = nullptr, int64_t start = 0) const;
+  // Greedy decoding from BOS until EOS or max_len tokens: (B, <= max_len).
+  Tensor greedy_decode(const Tensor& src, const Tensor& src_pad, int64_t bos, int64_t eos,
+                       int64_t max_len, bool use_cache = true) const;
+  std::string describe() const override { return "EncoderDecoder"; }
+  const ModelConfig& config() const { return config_; }
+  std::shared_ptr<Embeddings> embed;
+  std::shared_ptr<Encoder> encoder;
+  std::shared_ptr<Decoder> decoder;
+  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Linear> lm_head;
+
+ private:
+  ModelConfig config_;
+};
+
+// Decoder-only language model (GPT-like): causal self-attention only.
+class DecoderLM : public Module {
+ public:
+  DecoderLM(const ModelConfig& config, Generator& gen = default_generator(),
+            DType dtype = DType::Float32);
+  Variable forward(const Tensor& ids, std::vector<LayerCache>* caches = nullptr,
+                   int64_t start = 0) const;
+  std::string describe() const override { return "DecoderLM"; }
+  const ModelConfig& config() const { return config_; }
+  std::shared_ptr<Embeddings> embed;
+  std::shared_ptr<Decoder> decoder;
+  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Linear> lm_head;
+
+ private:
+  ModelConfig config_;
+};
+
+// Encoder-only (BERT-like). With classes > 0: the mean of the final states
+// over non-padding positions -> (B, classes). With classes == 0: a logit per
+// token over the vocabulary, (B, T, V).
+class EncoderClassifier : public Module {
+ public:
+  EncoderClassifier(const ModelConfig& config, int64_t classes,
+                    Generator& gen = default_generator(), DType dtype = DType::Float32);
+  Variable forward(const Tensor& ids, const Tensor& pad = Tensor()) const;
+  std::string describe() const override { return "EncoderClassifier"; }
+  std::shared_ptr<Embeddings> embed;
+  std::shared_ptr<Encoder> encoder;
+  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Linear> head;
+
+ private:
+  ModelConfig config_;
+  int64_t classes_;
+};
+
+}  // namespace gradflow::nn

@@ -1,0 +1,40 @@
+// LayerNorm and RMSNorm over the last axis, as functions and as layers.
+#pragma once
+
+#include "autograd/ops.h"
+#include "nn/module.h"
+#include "tensor/random.h"
+
+namespace gradflow::nn {
+
+// (x - mean) / sqrt(var + eps) * weight + bias over the last axis, with the
+// biased variance (as PyTorch). Composed from autograd ops.
+Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
+// x / sqrt(mean(x^2) + eps) * weight over the last axis.
+Variable rms_norm(const Variable& x, const Variable& weight, double eps);
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, DType dtype = DType::Float32);
+  Variable forward(const Variable& x) const { return layer_norm(x, weight, bias, eps_); }
+  std::string describe() const override;
+  Variable weight, bias;
+
+ private:
+  int64_t dim_;
+  double eps_;
+};
+
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(int64_t dim, double eps = 1e-6, DType dtype = DType::Float32);
+  Variable forward(const Variable& x) const { return rms_norm(x, weight, eps_); }
+  std::string describe() const override;
+  Variable weight;
+
+ private:
+  int64_t dim_;
+  double eps_;
+};
+
+}  // namespace gradflow::nn

@@ -1,0 +1,34 @@
+// Positional encodings: fixed sinusoids (Vaswani et al.) or a learned table.
+// Every constructor ends with (Generator& gen, DType dtype) where it draws
+// values: the generator seeds the initial values (defaults in init.h), and
+// float64 is used by the gradient checks.
+#pragma once
+
+#include "autograd/ops.h"
+#include "nn/module.h"
+#include "tensor/random.h"
+
+namespace gradflow::nn {
+
+// Positional encodings, added to (B, T, C) token embeddings. `start` is the
+// position of the first row (for generation with a KV cache).
+class SinusoidalPositionalEncoding : public Module {
+ public:
+  SinusoidalPositionalEncoding(int64_t max_len, int64_t dim, DType dtype = DType::Float32);
+  Variable forward(const Variable& x, int64_t start = 0) const;
+  std::string describe() const override;
+
+ private:
+  Tensor table_;  // (max_len, dim), fixed: sin on even features, cos on odd
+};
+
+class LearnedPositionalEmbedding : public Module {
+ public:
+  LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen = default_generator(),
+                             DType dtype = DType::Float32);
+  Variable forward(const Variable& x, int64_t start = 0) const;
+  std::string describe() const override;
+  Variable weight;  // (max_len, dim), ~ N(0, 1) as an Embedding
+};
+
+}  // namespace gradflow::nn

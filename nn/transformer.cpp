@@ -1,0 +1,101 @@
+#include "nn/transformer.h"
+
+namespace gradflow::nn {
+
+FeedForward::FeedForward(const BlockConfig& c, Generator& gen, DType dtype) : activation_(c.activation) {
+  if (c.activation != "gelu" && c.activation != "relu")
+    fail("FeedForward: activation must be gelu or relu, got '", c.activation, "'");
+  if (c.d_ff <= 0) fail("FeedForward: d_ff must be positive, got ", c.d_ff);
+  fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, c.d_ff, true, gen, dtype));
+  fc2 = register_module("fc2", std::make_shared<Linear>(c.d_ff, c.d_model, true, gen, dtype));
+}
+
+Variable FeedForward::forward(const Variable& x) const {
+  Variable h = fc1->forward(x);
+  return fc2->forward(activation_ == "gelu" ? gelu(h) : relu(h));
+}
+
+namespace {
+// One residual sublayer in either arrangement; `f` is the sublayer itself.
+template <class F>
+Variable residual(const Variable& x, const LayerNorm& norm, bool pre_ln, const Dropout& dropout, F f) {
+  if (pre_ln) return x + dropout.forward(f(norm.forward(x)));
+  return norm.forward(x + dropout.forward(f(x)));
+}
+}  // namespace
+
+EncoderLayer::EncoderLayer(const BlockConfig& c, Generator& gen, DType dtype) : config_(c) {
+  self_attn_norm = register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+  ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+}
+
+Variable EncoderLayer::forward(const Variable& x, const Tensor& mask) const {
+  Variable h = residual(x, *self_attn_norm, config_.pre_ln, *dropout_,
+                        [&](const Variable& y) { return self_attn->forward(y, y, mask); });
+  return residual(h, *ff_norm, config_.pre_ln, *dropout_,
+                  [&](const Variable& y) { return ff->forward(y); });
+}
+
+DecoderLayer::DecoderLayer(const BlockConfig& c, bool cross_attention, Generator& gen, DType dtype)
+    : config_(c) {
+  self_attn_norm = register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+  if (cross_attention) {
+    cross_attn_norm = register_module("cross_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+  }
+  ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+}
+
+Variable DecoderLayer::forward(const Variable& x, const Tensor& self_mask, const Variable& memory,
+                               const Tensor& memory_mask, LayerCache* cache) const {
+  Variable h = residual(x, *self_attn_norm, config_.pre_ln, *dropout_, [&](const Variable& y) {
+    return self_attn->forward(y, y, self_mask, cache ? &cache->self : nullptr);
+  });
+  if (cross_attn) {
+    if (!memory.defined()) fail("DecoderLayer: cross-attention needs the encoder memory");
+    h = residual(h, *cross_attn_norm, config_.pre_ln, *dropout_, [&](const Variable& y) {
+      return cross_attn->forward(y, memory, memory_mask, cache ? &cache->cross : nullptr);
+    });
+  }
+  return residual(h, *ff_norm, config_.pre_ln, *dropout_,
+                  [&](const Variable& y) { return ff->forward(y); });
+}
+
+std::string DecoderLayer::describe() const {
+  return std::string("DecoderLayer(") + (config_.pre_ln ? "pre-LN" : "post-LN") +
+         (cross_attn ? ", cross-attention)" : ")");
+}
+
+Encoder::Encoder(const BlockConfig& c, int64_t n, Generator& gen, DType dtype) {
+  if (n <= 0) fail("Encoder: layers must be positive, got ", n);
+  for (int64_t i = 0; i < n; ++i)
+    layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(c, gen, dtype)));
+}
+
+Variable Encoder::forward(Variable x, const Tensor& mask) const {
+  for (const auto& layer : layers) x = layer->forward(x, mask);
+  return x;
+}
+
+Decoder::Decoder(const BlockConfig& c, int64_t n, bool cross_attention, Generator& gen, DType dtype) {
+  if (n <= 0) fail("Decoder: layers must be positive, got ", n);
+  for (int64_t i = 0; i < n; ++i)
+    layers.push_back(register_module("layers." + std::to_string(i),
+                                     std::make_shared<DecoderLayer>(c, cross_attention, gen, dtype)));
+}
+
+Variable Decoder::forward(Variable x, const Tensor& self_mask, const Variable& memory,
+                          const Tensor& memory_mask, std::vector<LayerCache>* caches) const {
+  if (caches && caches->size() != layers.size()) caches->resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i)
+    x = layers[i]->forward(x, self_mask, memory, memory_mask, caches ? &(*caches)[i] : nullptr);
+  return x;
+}
+
+}  // namespace gradflow::nn

@@ -1,0 +1,100 @@
+// Transformer blocks and stacks. Shapes: x (B, T, C) with C = d_model;
+// memory (B, S, C) the encoder output; masks are 1 where a key is hidden.
+//
+// Pre-LN (default):  x = x + Attn(LN(x)); [x = x + CrossAttn(LN(x), memory)];
+//                    x = x + FF(LN(x))
+// Post-LN (Vaswani et al. 2017): x = LN(x + Attn(x)); ... ; x = LN(x + FF(x))
+// FF(x) = fc2(act(fc1(x))), act = GELU (erf) or ReLU.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/dropout.h"
+#include "nn/linear.h"
+#include "nn/norm.h"
+
+namespace gradflow::nn {
+
+struct BlockConfig {
+  int64_t d_model = 64, heads = 4, d_ff = 256;
+  ScaleMode scale;
+  bool pre_ln = true;
+  std::string activation = "gelu";  // or "relu"
+  double dropout = 0;               // on each sublayer's output, before the residual add
+};
+
+class FeedForward : public Module {
+ public:
+  FeedForward(const BlockConfig& config, Generator& gen, DType dtype);
+  Variable forward(const Variable& x) const;
+  std::string describe() const override { return "FeedForward(" + activation_ + ")"; }
+  std::shared_ptr<Linear> fc1, fc2;
+
+ private:
+  std::string activation_;
+};
+
+// Self-attention (bidirectional unless a mask says otherwise) + feed-forward.
+class EncoderLayer : public Module {
+ public:
+  EncoderLayer(const BlockConfig& config, Generator& gen, DType dtype);
+  Variable forward(const Variable& x, const Tensor& mask) const;
+  std::string describe() const override { return config_.pre_ln ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)"; }
+  std::shared_ptr<MultiHeadAttention> self_attn;
+  std::shared_ptr<LayerNorm> self_attn_norm, ff_norm;
+  std::shared_ptr<FeedForward> ff;
+
+ private:
+  BlockConfig config_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+// Per-layer state for generation: self-attention keys and values grow by one
+// position a step; cross-attention ones are computed once from the memory.
+struct LayerCache {
+  KVCache self;
+  KVCache cross{.fixed = true};
+};
+
+// Masked self-attention, optional cross-attention to the memory, feed-forward.
+class DecoderLayer : public Module {
+ public:
+  DecoderLayer(const BlockConfig& config, bool cross_attention, Generator& gen, DType dtype);
+  Variable forward(const Variable& x, const Tensor& self_mask, const Variable& memory = Variable(),
+                   const Tensor& memory_mask = Tensor(), LayerCache* cache = nullptr) const;
+  std::string describe() const override;
+  std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;  // cross_attn null if none
+  std::shared_ptr<LayerNorm> self_attn_norm, cross_attn_norm, ff_norm;
+  std::shared_ptr<FeedForward> ff;
+
+ private:
+  BlockConfig config_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+class Encoder : public Module {
+ public:
+  Encoder(const BlockConfig& config, int64_t layers, Generator& gen, DType dtype);
+  Variable forward(Variable x, const Tensor& mask) const;
+  std::string describe() const override { return "Encoder"; }
+  std::vector<std::shared_ptr<EncoderLayer>> layers;
+};
+
+class Decoder : public Module {
+ public:
+  Decoder(const BlockConfig& config, int64_t layers, bool cross_attention, Generator& gen,
+          DType dtype);
+  Variable forward(Variable x, const Tensor& self_mask, const Variable& memory = Variable(),
+                   const Tensor& memory_mask = Tensor(),
+                   std::vector<LayerCache>* caches = nullptr) const;
+  std::string describe() const override { return "Decoder"; }
+  std::vector<std::shared_ptr<DecoderLayer>> layers;
+};
+
+// Every attention layer of a module tree, in order (for the study's probes).
+std::vector<MultiHeadAttention*> attention_layers(const Module& root);
+
+}  // namespace gradflow::nn

@@ -1,0 +1,188 @@
+#include "examples/common/progress.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace gradflow::cli {
+namespace {
+
+// A clock the test moves by hand, so nothing sleeps and timings are exact.
+struct FakeClock {
+  double now = 0;
+  Clock fn() {
+    return [this] { return now; };
+  }
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+size_t redraws(const std::string& text) { return std::count(text.begin(), text.end(), '\r'); }
+
+TEST(FormatDuration, UsesTheTwoLargestUnits) {
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(59.9), "59s");
+  EXPECT_EQ(format_duration(60), "1m00s");
+  EXPECT_EQ(format_duration(83), "1m23s");
+  EXPECT_EQ(format_duration(3599), "59m59s");
+  EXPECT_EQ(format_duration(3600), "1h00m");
+  EXPECT_EQ(format_duration(2 * 3600 + 3 * 60 + 59), "2h03m");
+  EXPECT_EQ(format_duration(86400 + 3600), "1d01h");
+  EXPECT_EQ(format_duration(-1), "--");
+  EXPECT_EQ(format_duration(std::nan("")), "--");
+  EXPECT_EQ(format_duration(HUGE_VAL), "--");
+}
+
+TEST(Progress, PlainLineShowsRateElapsedEtaAndText) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(100, out, {.tty = false, .clock = clock.fn()});
+  clock.now = 10;
+  p.update(50, "loss 1.234");
+  EXPECT_EQ(out.str(), "step 50/100 50%  5.0 steps/s  elapsed 10s  eta 10s  loss 1.234\n");
+}
+
+TEST(Progress, PlainModePrintsEveryTenPercentWhenFast) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(100, out, {.tty = false, .clock = clock.fn()});
+  for (int step = 1; step <= 100; ++step) {
+    clock.now = step * 0.01;  // one second for the whole run
+    p.update(step, "loss 0.5");
+  }
+  std::vector<std::string> lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 10u) << out.str();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string head = "step " + std::to_string((i + 1) * 10) + "/100 ";
+    EXPECT_EQ(lines[i].rfind(head, 0), 0u) << lines[i];
+  }
+  EXPECT_EQ(out.str().find('\r'), std::string::npos);
+  EXPECT_EQ(out.str().find('\x1b'), std::string::npos);
+}
+
+TEST(Progress, PlainModePrintsEveryTenSecondsWhenSlow) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(1000, out, {.tty = false, .clock = clock.fn()});
+  for (int step = 1; step <= 1000; ++step) {
+    clock.now = step;  // one second per step: 10% takes 100 s
+    p.update(step);
+  }
+  std::vector<std::string> lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 100u);
+  EXPECT_EQ(lines[0], "step 10/1000 1%  1.0 steps/s  elapsed 10s  eta 16m30s");
+  EXPECT_EQ(lines[1].rfind("step 20/1000 2%", 0), 0u);
+  EXPECT_EQ(lines.back(), "step 1000/1000 100%  1.0 steps/s  elapsed 16m40s  eta 0s");
+}
+
+TEST(Progress, PlainModeAlwaysPrintsTheLastStepOnce) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(1000, out, {.tty = false, .clock = clock.fn()});
+  p.update(1);  // nothing yet: neither 10% nor 10 s
+  EXPECT_EQ(out.str(), "");
+  p.update(1000);
+  p.update(1000);
+  EXPECT_EQ(lines_of(out.str()).size(), 1u);
+  p.finish("loss 0.1");
+  EXPECT_EQ(lines_of(out.str()).back(), "done 1000/1000 in 0s  -- steps/s  loss 0.1");
+}
+
+TEST(Progress, TerminalRedrawsOneLineAtMostTenTimesASecond) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(100, out, {.tty = true, .clock = clock.fn(), .columns = 200});
+  clock.now = 10;
+  p.update(50, "loss 1.234");
+  EXPECT_EQ(out.str(),
+            "\r[##########----------] 50/100 50%  5.0 steps/s  10s eta 10s  loss 1.234\x1b[K");
+  clock.now = 10.05;
+  p.update(51);  // too soon: skipped
+  EXPECT_EQ(redraws(out.str()), 1u);
+  clock.now = 10.2;
+  p.update(52);
+  EXPECT_EQ(redraws(out.str()), 2u);
+  p.update(100);  // the last step draws regardless of time
+  EXPECT_EQ(redraws(out.str()), 3u);
+  EXPECT_EQ(out.str().find('\n'), std::string::npos);
+  clock.now = 20;
+  p.finish("loss 0.5");
+  std::string s = out.str();
+  EXPECT_EQ(s.substr(s.rfind('\r')), "\rdone 100/100 in 20s  5.0 steps/s  loss 0.5\x1b[K\n");
+  p.update(100, "ignored after finish");
+  p.finish();
+  EXPECT_EQ(out.str(), s);
+}
+
+TEST(Progress, TerminalLineFitsTheWidthShrinkingTheBarFirst) {
+  FakeClock clock;
+  std::ostringstream narrow, tiny;
+  Progress p(10, narrow, {.tty = true, .clock = clock.fn(), .columns = 50});
+  Progress q(10, tiny, {.tty = true, .clock = clock.fn(), .columns = 40});
+  clock.now = 1;
+  p.update(5);  // one column spare, so the terminal never wraps
+  EXPECT_EQ(narrow.str(), "\r[#######-------] 5/10 50%  5.0 steps/s  1s eta 1s\x1b[K");
+  q.update(5, "loss " + std::string(100, '9'));
+  std::string s = tiny.str();
+  EXPECT_EQ(s.substr(0, 40), "\r5/10 50%  5.0 steps/s  1s eta 1s  loss ");
+  EXPECT_EQ(s.find("\x1b[K"), 40u);
+}
+
+TEST(Progress, NotesKeepTheBarIntactAndDestructorEndsTheLine) {
+  FakeClock clock;
+  std::ostringstream out;
+  {
+    Progress p(10, out, {.tty = true, .clock = clock.fn(), .columns = 200});
+    p.update(1);
+    size_t before = out.str().size();
+    p.note("eval\nacc 0.9");
+    std::string after = out.str().substr(before);
+    EXPECT_EQ(after.rfind("\r\x1b[Keval acc 0.9\n\r[##", 0), 0u) << after;
+  }
+  EXPECT_EQ(out.str().back(), '\n');
+
+  std::ostringstream plain;
+  {
+    Progress p(10, plain, {.tty = false, .clock = clock.fn()});
+    p.update(1);
+    p.note("eval acc 0.9");
+  }
+  EXPECT_EQ(plain.str(), "step 1/10 10%  -- steps/s  elapsed 0s  eta --\neval acc 0.9\n");
+}
+
+TEST(Progress, ResumedRunCountsRateFromItsStartStep) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(1000, out, {.tty = false, .clock = clock.fn(), .start_step = 500});
+  clock.now = 10;
+  p.update(600, "loss\t2");
+  EXPECT_EQ(out.str(), "step 600/1000 60%  10.0 steps/s  elapsed 10s  eta 40s  loss 2\n");
+}
+
+TEST(Progress, SlowStepsShowSecondsPerStep) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress p(10, out, {.tty = false, .clock = clock.fn()});
+  clock.now = 4;
+  p.update(1);
+  EXPECT_EQ(out.str(), "step 1/10 10%  4.0 s/step  elapsed 4s  eta 36s\n");
+}
+
+TEST(Progress, DetectsNonTerminalsAndRejectsBadTotals) {
+  std::ostringstream out;
+  EXPECT_FALSE(Progress(10, out).is_tty());
+  EXPECT_THROW(Progress(0, out), Error);
+  EXPECT_THROW(Progress(10, out, {.start_step = 11}), Error);
+}
+
+}  // namespace
+}  // namespace gradflow::cli
