@@ -55,8 +55,10 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, double low, double 
   visit_float(dtype, "rand", [&](auto zero) {
     using T = decltype(zero);
     T* p = t.data<T>();
+    // Rounding can carry the largest draw up to `high`; keep the promise [low, high).
+    const T top = std::nextafter(static_cast<T>(high), static_cast<T>(low));
     for (int64_t i = 0; i < t.numel(); ++i)
-      p[i] = static_cast<T>(low + (high - low) * gen.uniform());
+      p[i] = std::min(static_cast<T>(low + (high - low) * gen.uniform()), top);
   });
   return t;
 }
@@ -81,7 +83,11 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
   if (high <= low) fail("randint: empty range [", low, ", ", high, ")");
   Tensor t = Tensor::empty(shape, DType::Int64);
   int64_t* p = t.data<int64_t>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = low + gen.below(static_cast<uint64_t>(high - low));
+  // Unsigned arithmetic: high - low can exceed INT64_MAX.
+  const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    p[i] =
+        static_cast<int64_t>(static_cast<uint64_t>(low) + static_cast<uint64_t>(gen.below(span)));
   return t;
 }
 

@@ -59,7 +59,8 @@ Tensor pow(const Tensor& a, double exponent) {
   });
 }
 Tensor relu(const Tensor& a) {
-  return map_unary(a, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
+  // x < 0, not x > 0: NaN fails both tests and so passes through, as in PyTorch.
+  return map_unary(a, "relu", [](auto x) { return x < 0 ? decltype(x){0} : x; });
 }
 Tensor gelu(const Tensor& a) {
   return map_unary(a, "gelu", [](auto x) {

@@ -64,7 +64,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const int64_t m = a_in.shape()[a_in.ndim() - 2], k = a_in.shape().back(), n = b_in.shape().back();
   // A stack of matrices times one matrix is one tall GEMM when the stack is
   // contiguous: (B, T, K) @ (K, N) as (B*T, K) @ (K, N). This is every Linear.
-  if (b_in.ndim() == 2 && a_in.ndim() > 2 && a_in.is_contiguous()) {
+  if (b_in.ndim() == 2 && a_in.ndim() > 2 && a_in.is_contiguous() && k > 0) {
     Shape out_shape = a_in.shape();
     out_shape.back() = n;
     return matmul(a_in.view({-1, k}), b_in).view(out_shape);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "tensor/error.h"
+
 namespace gradflow {
 
 namespace {
@@ -34,6 +36,7 @@ uint64_t Generator::next_u64() {
 double Generator::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 int64_t Generator::below(uint64_t n) {
+  if (n == 0) fail("Generator::below: empty range");
   // Rejection sampling keeps every value equally likely.
   uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   uint64_t x;

@@ -151,7 +151,6 @@ std::string Tensor::to_string() const {
   const size_t limit = 64;
   Strides rowmajor = contiguous_strides(shape_);
   out << "tensor(";
-  if (shape_.empty()) out << v[0];
   for (size_t i = 0; i < v.size() && i < limit; ++i) {
     for (size_t a = 0; a < shape_.size(); ++a)
       if (i % (rowmajor[a] * shape_[a]) == 0) out << "[";

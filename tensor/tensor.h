@@ -39,6 +39,7 @@ class Tensor {
   // Typed pointer to element 0 of this view. REQUIRES: T matches dtype().
   template <class T>
   T* data() const {
+    if (!storage_) fail("data: undefined tensor");
     if (dtype_of<T>() != dtype_) fail("data: tensor is ", dtype_name(dtype_));
     return static_cast<T*>(storage_->data()) + offset_;
   }
