@@ -1,8 +1,8 @@
 #include "nn/attention.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "tensor/creation.h"
 #include "tensor/index.h"
@@ -30,16 +30,24 @@ ScaleMode ScaleMode::parse(const std::string& name) {
 
 std::string ScaleMode::name() const {
   switch (kind) {
-    case InvSqrtDk: return "inv_sqrt_dk";
-    case None: return "none";
-    case InvDk: return "inv_dk";
-    case Inv2SqrtDk: return "inv_2sqrt_dk";
-    case Learned: return "learned";
-    case QkNorm: return "qk_norm";
+    case InvSqrtDk:
+      return "inv_sqrt_dk";
+    case None:
+      return "none";
+    case InvDk:
+      return "inv_dk";
+    case Inv2SqrtDk:
+      return "inv_2sqrt_dk";
+    case Learned:
+      return "learned";
+    case QkNorm:
+      return "qk_norm";
     case Constant: {
-      std::ostringstream out;
-      out << "const:" << constant;
-      return out.str();
+      // Shortest text that reads back to the same double, so a mode written
+      // to a log or checkpoint parses back exactly.
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, constant);
+      return "const:" + std::string(buf, ec == std::errc() ? end : buf);
     }
   }
   return "?";
@@ -48,11 +56,16 @@ std::string ScaleMode::name() const {
 double ScaleMode::value(int64_t d_k) const {
   const double d = static_cast<double>(d_k);
   switch (kind) {
-    case None: return 1.0;
-    case InvDk: return 1.0 / d;
-    case Inv2SqrtDk: return 0.5 / std::sqrt(d);
-    case Constant: return constant;
-    default: return 1.0 / std::sqrt(d);  // InvSqrtDk, and the start of Learned, QkNorm
+    case None:
+      return 1.0;
+    case InvDk:
+      return 1.0 / d;
+    case Inv2SqrtDk:
+      return 0.5 / std::sqrt(d);
+    case Constant:
+      return constant;
+    default:
+      return 1.0 / std::sqrt(d);  // InvSqrtDk, and the start of Learned, QkNorm
   }
 }
 
@@ -64,12 +77,13 @@ Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
 }
 
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
-                                      const Tensor& mask, double fixed_scale,
-                                      const Variable& scale, AttentionProbe* probe) {
+                                      const Tensor& mask, double fixed_scale, const Variable& scale,
+                                      AttentionProbe* probe) {
   if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim() ||
       q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
-    fail("scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
-         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+    fail(
+        "scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
+        shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
   // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
   Variable scores = matmul(q, transpose(k, -1, -2));
   Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;
@@ -78,7 +92,8 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     // -inf, not a large negative number: a row with every key masked then
     // softmaxes to zeros (see softmax) instead of a uniform average of
     // values it must not see.
-    weights = softmax(masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity()), -1);
+    weights = softmax(
+        masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity()), -1);
   } else {
     weights = softmax(logits, -1);
   }
@@ -146,8 +161,9 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
 }
 
 std::string MultiHeadAttention::describe() const {
-  return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", heads=" +
-         std::to_string(heads_) + ", d_k=" + std::to_string(d_k_) + ", scale=" + scale_.name() + ")";
+  return "MultiHeadAttention(d_model=" + std::to_string(d_model_) +
+         ", heads=" + std::to_string(heads_) + ", d_k=" + std::to_string(d_k_) +
+         ", scale=" + scale_.name() + ")";
 }
 
 }  // namespace gradflow::nn
