@@ -2,6 +2,9 @@
 // causality, cross-attention reading the memory, KV-cache equivalence.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "nn/generate.h"
 #include "nn/models.h"
 #include "tensor/ops.h"
 
@@ -103,6 +106,56 @@ TEST(Models, BadConfigsThrow) {
   c = seq2seq_tiny();
   c.d_ff = 0;
   EXPECT_THROW(DecoderLM{c}, Error);
+}
+
+}  // namespace
+}  // namespace gradflow::nn
+
+namespace gradflow::nn {
+namespace {
+
+TEST(Generate, SameTokensWithAndWithoutCache) {
+  Generator init(5);
+  ModelConfig c;
+  c.vocab = 12, c.d_model = 16, c.heads = 2, c.layers = 2, c.d_ff = 32, c.max_len = 20;
+  DecoderLM m(c, init);
+  Tensor prompt = randint(0, 12, {2, 3}, init);
+  for (double temperature : {0.0, 0.8}) {
+    for (int64_t top_k : {0, 3}) {
+      Generator g1(9), g2(9);
+      GenerateOptions with{
+          .new_tokens = 12, .temperature = temperature, .top_k = top_k, .use_cache = true};
+      GenerateOptions without = with;
+      without.use_cache = false;
+      Tensor a = generate(m, prompt, with, g1), b = generate(m, prompt, without, g2);
+      EXPECT_EQ(a.shape(), (Shape{2, 15}));
+      EXPECT_EQ(a.to_vector(), b.to_vector())
+          << "temperature " << temperature << " top_k " << top_k;
+    }
+  }
+}
+
+TEST(Generate, TopKOneIsGreedyAndSamplingFollowsTheDistribution) {
+  Generator gen(1);
+  Tensor logits = from_vector({0.0, std::log(3.0), -1e9, 0.0, 0.0, 5.0}, {2, 3});
+  EXPECT_EQ(sample_tokens(logits, 1.0, 1, gen).to_vector(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(sample_tokens(logits, 0.0, 0, gen).to_vector(), (std::vector<double>{1, 2}));
+  // Row 0: p = (1/4, 3/4, 0): token 2 never, token 1 about 75% of draws.
+  int ones = 0;
+  for (int i = 0; i < 4000; ++i) {
+    double t = sample_tokens(logits, 1.0, 0, gen).at({0, 0});
+    EXPECT_NE(t, 2);
+    ones += t == 1;
+  }
+  EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
+}
+
+TEST(Generate, TooLongThrows) {
+  Generator gen(0);
+  ModelConfig c;
+  c.vocab = 5, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 8, c.max_len = 6;
+  DecoderLM m(c, gen);
+  EXPECT_THROW(generate(m, zeros({1, 3}, DType::Int64), {.new_tokens = 4}, gen), Error);
 }
 
 }  // namespace

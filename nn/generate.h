@@ -1,0 +1,31 @@
+// Text generation for the decoder-only model: greedy, or sampling with a
+// temperature and top-k. With the KV cache each new token costs one position;
+// without it the whole sequence is re-run each step. Both give the same
+// tokens (tested), so the cache is purely a speed-up.
+#pragma once
+
+#include <vector>
+
+#include "nn/models.h"
+#include "tensor/random.h"
+
+namespace gradflow::nn {
+
+struct GenerateOptions {
+  int64_t new_tokens = 100;
+  double temperature = 1.0;  // 0 means greedy (argmax)
+  int64_t top_k = 0;         // 0 means all tokens
+  bool use_cache = true;
+};
+
+// Continues each row of `prompt` (B, P) int64 by new_tokens tokens and
+// returns (B, P + new_tokens). The total length may not exceed the model's
+// max_len. Draws from `gen` when sampling.
+Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOptions& options,
+                Generator& gen);
+
+// Picks one token per row from logits (B, V): argmax when temperature is 0,
+// else a draw from softmax(logits / temperature) restricted to the top_k.
+Tensor sample_tokens(const Tensor& logits, double temperature, int64_t top_k, Generator& gen);
+
+}  // namespace gradflow::nn
