@@ -97,20 +97,23 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   } else {
     weights = softmax(logits, -1);
   }
-  if (probe) *probe = {logits, weights};
+  if (probe) *probe = {logits, weights, mask};
   return matmul(weights, v);
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale_mode,
-                                       Generator& gen, DType dtype)
-    : d_model_(d_model), heads_(heads), d_k_(heads > 0 ? d_model / heads : 0), scale_(scale_mode) {
-  if (d_model <= 0 || heads <= 0 || d_model % heads != 0)
+                                       Generator& gen, DType dtype, int64_t head_dim)
+    : d_model_(d_model), heads_(heads), scale_(scale_mode) {
+  if (head_dim < 0) fail("MultiHeadAttention: head_dim must be >= 0, got ", head_dim);
+  if (d_model <= 0 || heads <= 0 || (head_dim == 0 && d_model % heads != 0))
     fail("MultiHeadAttention: d_model (", d_model, ") must be a positive multiple of heads (",
          heads, ")");
-  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
-  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
-  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(d_model, d_model, true, gen, dtype));
+  d_k_ = head_dim ? head_dim : d_model / heads;
+  inner_ = heads * d_k_;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(inner_, d_model, true, gen, dtype));
   if (scale_.kind == ScaleMode::QkNorm) {
     q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
     k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
@@ -142,7 +145,10 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     v = split_heads(v_proj->forward(memory));
   }
   if (cache) {
-    // Generation runs without gradients; the cache holds plain tensors.
+    // The cache holds plain tensors: with gradients on, those of k_proj and
+    // v_proj would be silently cut after the first step.
+    if (grad_enabled())
+      fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
     if (!cache->fixed && cache->k.defined()) {
       k = Variable(cat({cache->k, k.data()}, 2));
       v = Variable(cat({cache->v, v.data()}, 2));
@@ -156,8 +162,8 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
   }
   Variable heads = scaled_dot_product_attention(q, k, v, mask, scale_.value(d_k_), scale,
                                                 record_probe ? &probe : nullptr);
-  // (B, H, T, D) -> (B, T, H, D) -> (B, T, C): the one copy, into row-major.
-  return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, d_model_}));
+  // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
+  return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, inner_}));
 }
 
 std::string MultiHeadAttention::describe() const {

@@ -42,6 +42,7 @@ struct ScaleMode {
 struct AttentionProbe {
   Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
   Variable weights;  // softmax output, (B, H, T, S)
+  Tensor mask;       // the mask that was applied (1 = hidden), or undefined
 };
 
 // softmax(scale * q k^T, masked) v. `mask` is 1 where a key is hidden and
@@ -68,8 +69,12 @@ struct KVCache {
 
 class MultiHeadAttention : public Module {
  public:
+  // head_dim 0 means d_model / heads (which must divide). Another value
+  // decouples d_k from the model width: the projections map d_model to
+  // heads * head_dim and back (the scaling study varies d_k this way).
   MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale = {},
-                     Generator& gen = default_generator(), DType dtype = DType::Float32);
+                     Generator& gen = default_generator(), DType dtype = DType::Float32,
+                     int64_t head_dim = 0);
 
   // x (B, T, C) attends to memory (B, S, C): pass x itself for
   // self-attention, the encoder output for cross-attention. With a cache,
@@ -92,7 +97,7 @@ class MultiHeadAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // (B, T, C) -> (B, H, T, D)
-  int64_t d_model_, heads_, d_k_;
+  int64_t d_model_, heads_, d_k_, inner_;         // inner_ = heads_ * d_k_
   ScaleMode scale_;
 };
 

@@ -13,10 +13,12 @@ struct Fans {
 };
 
 Fans fans(const Variable& w, const char* op) {
-  if (w.ndim() < 2) fail(op, ": needs a weight of at least 2 dimensions, got ", shape_str(w.shape()));
+  if (w.ndim() < 2)
+    fail(op, ": needs a weight of at least 2 dimensions, got ", shape_str(w.shape()));
   // (out, in, ...): trailing axes (a kernel's window) multiply both fans.
   double receptive = static_cast<double>(w.numel() / (w.shape()[0] * w.shape()[1]));
-  return {static_cast<double>(w.shape()[1]) * receptive, static_cast<double>(w.shape()[0]) * receptive};
+  return {static_cast<double>(w.shape()[1]) * receptive,
+          static_cast<double>(w.shape()[0]) * receptive};
 }
 
 void assign(const Variable& w, const Tensor& values) {

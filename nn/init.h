@@ -12,7 +12,8 @@
 
 namespace gradflow::nn::init {
 
-// Glorot: U(-a, a) with a = gain sqrt(6 / (fan_in + fan_out)); normal std gain sqrt(2 / (fan_in + fan_out)).
+// Glorot: U(-a, a) with a = gain sqrt(6 / (fan_in + fan_out)); normal std gain sqrt(2 / (fan_in +
+// fan_out)).
 void xavier_uniform_(const Variable& w, Generator& gen, double gain = 1.0);
 void xavier_normal_(const Variable& w, Generator& gen, double gain = 1.0);
 // He: std = gain / sqrt(fan_in), gain sqrt(2) for ReLU; uniform bound sqrt(3) std.

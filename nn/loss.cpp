@@ -60,7 +60,9 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
       // -log p_j = (m - x_j) + log s, in that order for exactness at large m.
       double nll = (m - row[target[r]]) + log_s;
       double uniform = log_s - sum_x / static_cast<double>(classes);
-      total += (1 - smoothing) * nll + smoothing * uniform;
+      // Only with smoothing: a -inf logit makes `uniform` infinite, and
+      // 0 * inf would turn an exact loss into NaN.
+      total += smoothing > 0 ? (1 - smoothing) * nll + smoothing * uniform : nll;
     }
   });
   const double count = static_cast<double>(std::max<int64_t>(counted, 1));
@@ -68,43 +70,44 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
   const Shape shape = logits.shape();
   return make_result(loss, "cross_entropy", {logits},
                      [x, t, lse, ignore_index, smoothing, count, shape](const Tensor& g) {
-    Tensor gx = Tensor::empty(x.shape(), x.dtype());
-    const int64_t n = x.shape()[0], v = x.shape()[1];
-    const double scale = g.item() / count;
-    const int64_t* target = t.data<int64_t>();
-    const double* pl = lse.data<double>();
-    visit_float(x.dtype(), "cross_entropy", [&](auto zero) {
-      using T = decltype(zero);
-      const T* px = x.data<T>();
-      T* pg = gx.data<T>();
-      for (int64_t r = 0; r < n; ++r) {
-        T* out = pg + r * v;
-        if (target[r] == ignore_index) {
-          std::fill(out, out + v, T{0});
-          continue;
-        }
-        const T* row = px + r * v;
-        const double off = smoothing / static_cast<double>(v);
-        for (int64_t j = 0; j < v; ++j)
-          out[j] = static_cast<T>((std::exp(row[j] - pl[r]) - off) * scale);
-        out[target[r]] -= static_cast<T>((1 - smoothing) * scale);
-      }
-    });
-    return std::vector<Tensor>{gx.view(shape)};
-  });
+                       Tensor gx = Tensor::empty(x.shape(), x.dtype());
+                       const int64_t n = x.shape()[0], v = x.shape()[1];
+                       const double scale = g.item() / count;
+                       const int64_t* target = t.data<int64_t>();
+                       const double* pl = lse.data<double>();
+                       visit_float(x.dtype(), "cross_entropy", [&](auto zero) {
+                         using T = decltype(zero);
+                         const T* px = x.data<T>();
+                         T* pg = gx.data<T>();
+                         for (int64_t r = 0; r < n; ++r) {
+                           T* out = pg + r * v;
+                           if (target[r] == ignore_index) {
+                             std::fill(out, out + v, T{0});
+                             continue;
+                           }
+                           const T* row = px + r * v;
+                           const double off = smoothing / static_cast<double>(v);
+                           for (int64_t j = 0; j < v; ++j)
+                             out[j] = static_cast<T>((std::exp(row[j] - pl[r]) - off) * scale);
+                           out[target[r]] -= static_cast<T>((1 - smoothing) * scale);
+                         }
+                       });
+                       return std::vector<Tensor>{gx.view(shape)};
+                     });
 }
 
 Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
                                  int64_t ignore_index, double smoothing) {
   check_cross_entropy(logits, targets, smoothing);
-  Tensor ignored = eq(targets.to(DType::Float64), full({}, static_cast<double>(ignore_index), DType::Float64));
+  Tensor ignored =
+      eq(targets.to(DType::Float64), full({}, static_cast<double>(ignore_index), DType::Float64));
   Tensor safe = from_vector(std::vector<double>(targets.numel(), 0), targets.shape(), DType::Int64);
   safe.copy_(where(ignored, zeros({}, DType::Float64), targets.to(DType::Float64)));
   Tensor keep = sub(1.0, ignored).to(logits.dtype());
   Variable logp = log_softmax(logits, -1);
   Variable nll = neg(squeeze(gather(logp, -1, safe.unsqueeze(-1)), -1));
-  Variable uniform = neg(mean(logp, {-1}));
-  Variable per = nll * (1 - smoothing) + uniform * smoothing;
+  Variable uniform = smoothing > 0 ? neg(mean(logp, {-1})) : Variable();
+  Variable per = smoothing > 0 ? nll * (1 - smoothing) + uniform * smoothing : nll;
   double count = std::max(1.0, sum(keep).item());
   return sum(per * Variable(keep)) / count;
 }

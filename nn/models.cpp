@@ -19,19 +19,23 @@ void ModelConfig::validate() const {
   positive("layers", layers);
   positive("d_ff", d_ff);
   positive("max_len", max_len);
-  if (d_model % heads != 0)
+  if (head_dim < 0) fail("model config: head_dim must be >= 0, got ", head_dim);
+  if (head_dim == 0 && d_model % heads != 0)
     fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
   if (positional != "learned" && positional != "sinusoidal")
     fail("model config: positional must be learned or sinusoidal, got '", positional, "'");
-  if (!(dropout >= 0 && dropout < 1)) fail("model config: dropout must be in [0, 1), got ", dropout);
+  if (!(dropout >= 0 && dropout < 1))
+    fail("model config: dropout must be in [0, 1), got ", dropout);
 }
 
 Embeddings::Embeddings(const ModelConfig& c, Generator& gen, DType dtype) {
   token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, gen, dtype));
   if (c.positional == "learned")
-    position = register_module("position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, gen, dtype));
+    position = register_module(
+        "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, gen, dtype));
   else
-    sinusoid = register_module("sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, dtype));
+    sinusoid = register_module(
+        "sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, dtype));
 }
 
 Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
@@ -50,9 +54,11 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& c, Generator& gen, DType dtype
   c.validate();
   embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
   encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
-  decoder = register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, true, gen, dtype));
+  decoder =
+      register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, true, gen, dtype));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  lm_head = register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+  lm_head =
+      register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
 }
 
 Variable EncoderDecoder::encode(const Tensor& src, const Tensor& src_pad) const {
@@ -63,11 +69,13 @@ Variable EncoderDecoder::decode(const Tensor& tgt, const Variable& memory, const
                                 std::vector<LayerCache>* caches, int64_t start) const {
   const int64_t t = tgt.shape()[1], total = start + t;
   Tensor mask = causal_mask(t, total, memory.dtype(), start);
-  Variable x = decoder->forward(embed->forward(tgt, start), mask, memory, key_padding_mask(src_pad), caches);
+  Variable x =
+      decoder->forward(embed->forward(tgt, start), mask, memory, key_padding_mask(src_pad), caches);
   return lm_head->forward(final_norm->forward(x));
 }
 
-Variable EncoderDecoder::forward(const Tensor& src, const Tensor& tgt_in, const Tensor& src_pad) const {
+Variable EncoderDecoder::forward(const Tensor& src, const Tensor& tgt_in,
+                                 const Tensor& src_pad) const {
   return decode(tgt_in, encode(src, src_pad), src_pad);
 }
 
@@ -105,35 +113,44 @@ Tensor EncoderDecoder::greedy_decode(const Tensor& src, const Tensor& src_pad, i
 DecoderLM::DecoderLM(const ModelConfig& c, Generator& gen, DType dtype) : config_(c) {
   c.validate();
   embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
-  decoder = register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, false, gen, dtype));
+  decoder =
+      register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, false, gen, dtype));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  lm_head = register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+  lm_head =
+      register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
 }
 
-Variable DecoderLM::forward(const Tensor& ids, std::vector<LayerCache>* caches, int64_t start) const {
+Variable DecoderLM::forward(const Tensor& ids, std::vector<LayerCache>* caches,
+                            int64_t start) const {
   const int64_t t = ids.shape()[1];
   Variable x = embed->forward(ids, start);
-  x = decoder->forward(x, causal_mask(t, start + t, x.dtype(), start), Variable(), Tensor(), caches);
+  x = decoder->forward(x, causal_mask(t, start + t, x.dtype(), start), Variable(), Tensor(),
+                       caches);
   return lm_head->forward(final_norm->forward(x));
 }
 
-EncoderClassifier::EncoderClassifier(const ModelConfig& c, int64_t classes, Generator& gen, DType dtype)
+EncoderClassifier::EncoderClassifier(const ModelConfig& c, int64_t classes, Generator& gen,
+                                     DType dtype)
     : config_(c), classes_(classes) {
   c.validate();
   if (classes < 0) fail("EncoderClassifier: classes must be >= 0, got ", classes);
   embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
   encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  head = register_module("head", std::make_shared<Linear>(c.d_model, classes > 0 ? classes : c.vocab, true, gen, dtype));
+  head = register_module("head", std::make_shared<Linear>(
+                                     c.d_model, classes > 0 ? classes : c.vocab, true, gen, dtype));
 }
 
 Variable EncoderClassifier::forward(const Tensor& ids, const Tensor& pad) const {
   Variable x = final_norm->forward(encoder->forward(embed->forward(ids), key_padding_mask(pad)));
   if (classes_ == 0) return head->forward(x);
   // Mean over the real (non-padding) positions: (B, T, C) -> (B, C).
-  Tensor keep = pad.defined() ? sub(1.0, pad.to(x.dtype())) : ones({ids.shape()[0], ids.shape()[1]}, x.dtype());
+  Tensor keep = pad.defined() ? sub(1.0, pad.to(x.dtype()))
+                              : ones({ids.shape()[0], ids.shape()[1]}, x.dtype());
   Tensor count = sum(keep, {1}, true);
-  Variable weights(div(keep, map_unary(count, "max1", [](auto v) { return v < 1 ? decltype(v){1} : v; })).unsqueeze(-1));
+  Variable weights(
+      div(keep, map_unary(count, "max1", [](auto v) { return v < 1 ? decltype(v){1} : v; }))
+          .unsqueeze(-1));
   return head->forward(sum(x * weights, {1}));
 }
 

@@ -18,12 +18,15 @@ struct ModelConfig {
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
   int64_t max_len = 64;  // longest sequence (rows of the position table)
   ScaleMode scale;
+  int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
   bool pre_ln = true;
   std::string activation = "gelu";
   std::string positional = "learned";  // or "sinusoidal" (no parameters)
   double dropout = 0;
 
-  BlockConfig block() const { return {d_model, heads, d_ff, scale, pre_ln, activation, dropout}; }
+  BlockConfig block() const {
+    return {d_model, heads, d_ff, scale, head_dim, pre_ln, activation, dropout};
+  }
   void validate() const;  // throws a one-line Error naming the bad field
 };
 
@@ -34,8 +37,8 @@ class Embeddings : public Module {
   Variable forward(const Tensor& ids, int64_t start = 0) const;
   std::string describe() const override { return "Embeddings"; }
   std::shared_ptr<Embedding> token;
-  std::shared_ptr<LearnedPositionalEmbedding> position;         // learned positions
-  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;        // or fixed ones
+  std::shared_ptr<LearnedPositionalEmbedding> position;    // learned positions
+  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones
 };
 
 // (B, S) 1-where-padding -> the (B, 1, 1, S) key mask attention broadcasts.

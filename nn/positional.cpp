@@ -7,7 +7,8 @@
 
 namespace gradflow::nn {
 
-SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int64_t dim, DType dtype) {
+SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int64_t dim,
+                                                           DType dtype) {
   check_positive("SinusoidalPositionalEncoding", max_len, "max_len");
   check_positive("SinusoidalPositionalEncoding", dim, "dim");
   table_ = Tensor::empty({max_len, dim}, DType::Float64);
@@ -15,7 +16,8 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int6
   for (int64_t pos = 0; pos < max_len; ++pos)
     for (int64_t i = 0; i < dim; ++i) {
       // PE(pos, 2j) = sin(pos / 10000^(2j/dim)), PE(pos, 2j+1) = cos(same angle).
-      double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
+      double angle =
+          static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
       p[pos * dim + i] = i % 2 == 0 ? std::sin(angle) : std::cos(angle);
     }
   table_ = table_.to(dtype);

@@ -2,7 +2,8 @@
 
 namespace gradflow::nn {
 
-FeedForward::FeedForward(const BlockConfig& c, Generator& gen, DType dtype) : activation_(c.activation) {
+FeedForward::FeedForward(const BlockConfig& c, Generator& gen, DType dtype)
+    : activation_(c.activation) {
   if (c.activation != "gelu" && c.activation != "relu")
     fail("FeedForward: activation must be gelu or relu, got '", c.activation, "'");
   if (c.d_ff <= 0) fail("FeedForward: d_ff must be positive, got ", c.d_ff);
@@ -18,15 +19,19 @@ Variable FeedForward::forward(const Variable& x) const {
 namespace {
 // One residual sublayer in either arrangement; `f` is the sublayer itself.
 template <class F>
-Variable residual(const Variable& x, const LayerNorm& norm, bool pre_ln, const Dropout& dropout, F f) {
+Variable residual(const Variable& x, const LayerNorm& norm, bool pre_ln, const Dropout& dropout,
+                  F f) {
   if (pre_ln) return x + dropout.forward(f(norm.forward(x)));
   return norm.forward(x + dropout.forward(f(x)));
 }
 }  // namespace
 
 EncoderLayer::EncoderLayer(const BlockConfig& c, Generator& gen, DType dtype) : config_(c) {
-  self_attn_norm = register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+  self_attn_norm =
+      register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  self_attn = register_module(
+      "self_attn",
+      std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
   ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
   ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
@@ -41,11 +46,16 @@ Variable EncoderLayer::forward(const Variable& x, const Tensor& mask) const {
 
 DecoderLayer::DecoderLayer(const BlockConfig& c, bool cross_attention, Generator& gen, DType dtype)
     : config_(c) {
-  self_attn_norm = register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+  self_attn_norm =
+      register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+  self_attn = register_module(
+      "self_attn",
+      std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
   if (cross_attention) {
-    cross_attn_norm = register_module("cross_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype));
+    cross_attn_norm =
+        register_module("cross_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
+    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(
+                                                   c.d_model, c.heads, c.scale, gen, dtype));
   }
   ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
   ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
@@ -75,7 +85,8 @@ std::string DecoderLayer::describe() const {
 Encoder::Encoder(const BlockConfig& c, int64_t n, Generator& gen, DType dtype) {
   if (n <= 0) fail("Encoder: layers must be positive, got ", n);
   for (int64_t i = 0; i < n; ++i)
-    layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(c, gen, dtype)));
+    layers.push_back(register_module("layers." + std::to_string(i),
+                                     std::make_shared<EncoderLayer>(c, gen, dtype)));
 }
 
 Variable Encoder::forward(Variable x, const Tensor& mask) const {
@@ -83,11 +94,13 @@ Variable Encoder::forward(Variable x, const Tensor& mask) const {
   return x;
 }
 
-Decoder::Decoder(const BlockConfig& c, int64_t n, bool cross_attention, Generator& gen, DType dtype) {
+Decoder::Decoder(const BlockConfig& c, int64_t n, bool cross_attention, Generator& gen,
+                 DType dtype) {
   if (n <= 0) fail("Decoder: layers must be positive, got ", n);
   for (int64_t i = 0; i < n; ++i)
-    layers.push_back(register_module("layers." + std::to_string(i),
-                                     std::make_shared<DecoderLayer>(c, cross_attention, gen, dtype)));
+    layers.push_back(
+        register_module("layers." + std::to_string(i),
+                        std::make_shared<DecoderLayer>(c, cross_attention, gen, dtype)));
 }
 
 Variable Decoder::forward(Variable x, const Tensor& self_mask, const Variable& memory,

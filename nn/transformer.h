@@ -21,6 +21,7 @@ namespace gradflow::nn {
 struct BlockConfig {
   int64_t d_model = 64, heads = 4, d_ff = 256;
   ScaleMode scale;
+  int64_t head_dim = 0;  // 0: d_model / heads
   bool pre_ln = true;
   std::string activation = "gelu";  // or "relu"
   double dropout = 0;               // on each sublayer's output, before the residual add
@@ -42,7 +43,9 @@ class EncoderLayer : public Module {
  public:
   EncoderLayer(const BlockConfig& config, Generator& gen, DType dtype);
   Variable forward(const Variable& x, const Tensor& mask) const;
-  std::string describe() const override { return config_.pre_ln ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)"; }
+  std::string describe() const override {
+    return config_.pre_ln ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)";
+  }
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<LayerNorm> self_attn_norm, ff_norm;
   std::shared_ptr<FeedForward> ff;
@@ -93,8 +96,5 @@ class Decoder : public Module {
   std::string describe() const override { return "Decoder"; }
   std::vector<std::shared_ptr<DecoderLayer>> layers;
 };
-
-// Every attention layer of a module tree, in order (for the study's probes).
-std::vector<MultiHeadAttention*> attention_layers(const Module& root);
 
 }  // namespace gradflow::nn

@@ -1,0 +1,226 @@
+// scaled_dot_product_attention against a naive loop in double for every scale
+// mode and mask kind; gradient checks; fully masked queries; ScaleMode
+// parsing; the probe and a gradient hook at the logits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "nn/attention.h"
+#include "tests/nn/attention_reference.h"
+#include "tests/nn/nn_check.h"
+
+namespace gradflow::nn {
+namespace {
+using namespace gradflow::testing;
+
+constexpr int64_t B = 2, H = 2, T = 3, S = 4, D = 3, Dv = 2;
+
+// Key padding: batch 0 hides its last key, batch 1 its last two. (B, 1, 1, S).
+Tensor padding_mask() {
+  return from_vector({0, 0, 0, 1, 0, 0, 1, 1}, {B, 1, 1, S}, DType::Float64);
+}
+
+// Causal with the queries at the end of the keys: query i sees keys <= i + S - T.
+Tensor causal() { return causal_mask(T, S, DType::Float64, S - T); }
+
+TEST(CausalMask, OnesAboveTheShiftedDiagonal) {
+  Tensor m = causal_mask(3, 5, DType::Float32, 1);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(m.at({i, j}), j > i + 1 ? 1.0 : 0.0);
+  EXPECT_EQ(causal_mask(4, 4).at({0, 1}), 1.0);
+  EXPECT_EQ(causal_mask(4, 4).at({1, 1}), 0.0);
+}
+
+TEST(Attention, EveryScaleModeAndMaskMatchesTheNaiveLoop) {
+  Tensor q = dense({B, H, T, D}), k = dense({B, H, S, D}), v = dense({B, H, S, Dv});
+  // The factor each fixed mode stands for, written out independently.
+  const std::vector<std::pair<std::string, double>> modes = {
+      {"inv_sqrt_dk", 1 / std::sqrt(3.0)},
+      {"none", 1.0},
+      {"inv_dk", 1 / 3.0},
+      {"inv_2sqrt_dk", 1 / (2 * std::sqrt(3.0))},
+      {"const:0.3", 0.3}};
+  for (const Tensor& mask : {Tensor(), causal(), padding_mask()}) {
+    for (const auto& [name, factor] : modes) {
+      const double fixed = ScaleMode::parse(name).value(D);
+      EXPECT_DOUBLE_EQ(fixed, factor) << name;
+      Variable out =
+          scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, fixed);
+      ASSERT_EQ(out.shape(), (Shape{B, H, T, Dv}));
+      expect_near_vec(out.data(), naive_attention(q, k, v, mask, factor).out, 1e-12);
+    }
+    // Learned: the Variable wins over fixed_scale, whatever that says.
+    for (const Shape& shape : {Shape{}, Shape{1}}) {
+      Variable scale(full(shape, 0.7, DType::Float64));
+      Variable out = scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask,
+                                                  /*fixed_scale=*/100.0, scale);
+      expect_near_vec(out.data(), naive_attention(q, k, v, mask, 0.7).out, 1e-12);
+    }
+  }
+  // A (T, S) float32 mask on float32 inputs.
+  Tensor m32 = causal_mask(T, S, DType::Float32, S - T);
+  Variable out =
+      scaled_dot_product_attention(Variable(q.to(DType::Float32)), Variable(k.to(DType::Float32)),
+                                   Variable(v.to(DType::Float32)), m32, 0.5);
+  expect_near_vec(out.data(), naive_attention(q, k, v, causal(), 0.5).out, 1e-5);
+}
+
+TEST(Attention, GradcheckQueriesKeysValuesAndLearnedScale) {
+  for (const Tensor& mask : {Tensor(), causal(), padding_mask()}) {
+    EXPECT_GRADCHECK(
+        [&](const Vars& v) { return scaled_dot_product_attention(v[0], v[1], v[2], mask, 0.6); },
+        {dense({B, H, T, D}), dense({B, H, S, D}), dense({B, H, S, Dv})});
+    EXPECT_GRADCHECK(
+        [&](const Vars& v) {
+          return scaled_dot_product_attention(v[0], v[1], v[2], mask, 0.0, v[3]);
+        },
+        {dense({B, H, T, D}), dense({B, H, S, D}), dense({B, H, S, Dv}),
+         full({1}, 0.8, DType::Float64)});
+  }
+  // Non-contiguous q and k, as the heads split of a projection makes them.
+  EXPECT_GRADCHECK(
+      [&](const Vars& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal(), 0.6); },
+      {transposed({1, H, T, D}), strided({1, H, S, D}), dense({1, H, S, Dv})});
+}
+
+TEST(Attention, FullyMaskedQueryGivesZeroOutputAndZeroGradients) {
+  // Query 0 sees no key in any batch; batch 1 sees no key at all.
+  Tensor mask = zeros({B, 1, T, S}, DType::Float64);
+  for (int64_t s = 0; s < S; ++s) {
+    mask.set({0, 0, 0, s}, 1);
+    for (int64_t t = 0; t < T; ++t) mask.set({1, 0, t, s}, 1);
+  }
+  mask.set({0, 0, 1, 2}, 1);
+  AnomalyGuard anomaly;  // any NaN or Inf in a backward formula throws
+  Variable q(dense({B, H, T, D}), true), k(dense({B, H, S, D}), true),
+      v(dense({B, H, S, Dv}), true);
+  Variable scale(full({1}, 0.5, DType::Float64), true);
+  AttentionProbe probe;
+  Variable out = scaled_dot_product_attention(q, k, v, mask, 0.0, scale, &probe);
+  expect_all_finite(out.data(), "output");
+  expect_all_finite(probe.weights.data(), "weights");
+  expect_near_vec(out.data(), naive_attention(q.data(), k.data(), v.data(), mask, 0.5).out, 1e-12);
+  for (int64_t h = 0; h < H; ++h) {
+    expect_all_equal(out.data().select(0, 0).select(0, h).select(0, 0), 0, "batch 0 query 0");
+    expect_all_equal(probe.weights.data().select(0, 0).select(0, h).select(0, 0), 0, "weights");
+  }
+  expect_all_equal(out.data().select(0, 1), 0, "batch 1");
+  ASSERT_NO_THROW(sum(out * Variable(dense(out.shape()))).backward());
+  for (const Variable* g : {&q, &k, &v, &scale}) expect_all_finite(g->grad(), "gradient");
+  expect_all_equal(q.grad().select(0, 1), 0, "q.grad of batch 1");
+  expect_all_equal(k.grad().select(0, 1), 0, "k.grad of batch 1");
+  expect_all_equal(v.grad().select(0, 1), 0, "v.grad of batch 1");
+  for (int64_t h = 0; h < H; ++h)
+    expect_all_equal(q.grad().select(0, 0).select(0, h).select(0, 0), 0, "q.grad of query 0");
+  // The unmasked queries still get gradients.
+  EXPECT_NE(q.grad().select(0, 0).select(0, 0).select(0, 2).to_vector(), std::vector<double>(D, 0));
+}
+
+TEST(Attention, RejectsMismatchedShapes) {
+  Variable q(dense({1, 1, 3, 4})), k(dense({1, 1, 5, 4})), v(dense({1, 1, 5, 2}));
+  EXPECT_NO_THROW(scaled_dot_product_attention(q, k, v, Tensor(), 1.0));
+  EXPECT_THROW(scaled_dot_product_attention(q, Variable(dense({1, 1, 5, 3})), v, Tensor(), 1.0),
+               Error);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, Variable(dense({1, 1, 4, 2})), Tensor(), 1.0),
+               Error);
+  EXPECT_THROW(scaled_dot_product_attention(q, Variable(dense({1, 5, 4})), v, Tensor(), 1.0),
+               Error);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v, zeros({4, 5}), 1.0), Error);
+}
+
+TEST(ScaleMode, ParsesEveryNameAndRoundTrips) {
+  const std::vector<std::pair<std::string, ScaleMode::Kind>> names = {
+      {"inv_sqrt_dk", ScaleMode::InvSqrtDk}, {"none", ScaleMode::None},
+      {"inv_dk", ScaleMode::InvDk},          {"inv_2sqrt_dk", ScaleMode::Inv2SqrtDk},
+      {"learned", ScaleMode::Learned},       {"qk_norm", ScaleMode::QkNorm}};
+  for (const auto& [name, kind] : names) {
+    ScaleMode m = ScaleMode::parse(name);
+    EXPECT_EQ(m.kind, kind) << name;
+    EXPECT_EQ(m.name(), name);
+  }
+  EXPECT_EQ(ScaleMode{}.kind, ScaleMode::InvSqrtDk);
+  EXPECT_DOUBLE_EQ(ScaleMode::parse("learned").value(16), 0.25);
+  EXPECT_DOUBLE_EQ(ScaleMode::parse("qk_norm").value(16), 0.25);
+  for (std::string c : {"const:0.3", "const:0.125", "const:2", "const:1e-3"}) {
+    ScaleMode m = ScaleMode::parse(c);
+    EXPECT_EQ(m.kind, ScaleMode::Constant);
+    EXPECT_DOUBLE_EQ(m.value(64), std::stod(c.substr(6)));
+    EXPECT_EQ(ScaleMode::parse(m.name()).constant, m.constant) << c;
+  }
+  EXPECT_EQ(ScaleMode::parse("const:0.3").name(), "const:0.3");
+  for (std::string bad : {"const:", "const:-1", "const:0", "const:abc", "const:0.5x", "const:inf",
+                          "const:nan", "foo", "", "INV_DK", "const"})
+    EXPECT_THROW(ScaleMode::parse(bad), Error) << "'" << bad << "'";
+}
+
+TEST(ScaleMode, ConstantNameKeepsEveryDigit) {
+  // Sweeps of d_k^-alpha give constants like 64^-0.75; the name is what goes
+  // into files and flags, so reading it back must give the same number.
+  const double c = std::pow(64.0, -0.75);
+  ScaleMode m{ScaleMode::Constant, c};
+  EXPECT_EQ(ScaleMode::parse(m.name()).constant, c) << m.name();
+  ScaleMode p = ScaleMode::parse("const:0.21022410381342863");
+  EXPECT_EQ(ScaleMode::parse(p.name()).constant, p.constant) << p.name();
+}
+
+TEST(AttentionProbe, RecordsLogitsAndWeightsWithoutChangingTheOutput) {
+  Tensor q = dense({B, H, T, D}), k = dense({B, H, S, D}), v = dense({B, H, S, Dv});
+  for (const Tensor& mask : {Tensor(), causal(), padding_mask()}) {
+    AttentionProbe probe;
+    Variable with = scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4,
+                                                 Variable(), &probe);
+    Variable without =
+        scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4);
+    EXPECT_EQ(with.data().to_vector(), without.data().to_vector());
+    Naive ref = naive_attention(q, k, v, mask, 0.4);
+    ASSERT_EQ(probe.logits.shape(), (Shape{B, H, T, S}));
+    ASSERT_EQ(probe.weights.shape(), (Shape{B, H, T, S}));
+    expect_near_vec(probe.logits.data(), ref.logits, 1e-12);  // unmasked: before masking
+    expect_near_vec(probe.weights.data(), ref.weights, 1e-12);
+    std::vector<double> w = probe.weights.data().to_vector();
+    for (int64_t row = 0; row < B * H * T; ++row) {
+      double total = 0;
+      for (int64_t s = 0; s < S; ++s) total += w[row * S + s];
+      EXPECT_NEAR(total, 1.0, 1e-12) << "row " << row;
+    }
+  }
+}
+
+TEST(AttentionProbe, HookOnTheLogitsSeesTheirGradient) {
+  Variable q(dense({B, H, T, D}), true), k(dense({B, H, S, D}), true),
+      v(dense({B, H, S, Dv}), true);
+  const double scale = 0.4;
+  AttentionProbe probe;
+  Variable out = scaled_dot_product_attention(q, k, v, causal(), scale, Variable(), &probe);
+  Tensor seen;
+  int calls = 0;
+  probe.logits.register_hook([&](const Tensor& g) {
+    seen = g.clone();
+    ++calls;
+    return Tensor();
+  });
+  sum(out * Variable(dense(out.shape()))).backward();
+  ASSERT_EQ(calls, 1);
+  ASSERT_EQ(seen.shape(), (Shape{B, H, T, S}));
+  // Masked logits get no gradient, and dq = scale * G k, the chain rule
+  // through logits = scale * q k^T.
+  Tensor m = causal().expand({B, H, T, S});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t s = 0; s < S; ++s)
+          if (m.at({b, h, t, s}) != 0) {
+            EXPECT_EQ(seen.at({b, h, t, s}), 0);
+          }
+        for (int64_t d = 0; d < D; ++d) {
+          double dq = 0;
+          for (int64_t s = 0; s < S; ++s)
+            dq += scale * seen.at({b, h, t, s}) * k.data().at({b, h, s, d});
+          EXPECT_NEAR(q.grad().at({b, h, t, d}), dq, 1e-12);
+        }
+      }
+}
+
+}  // namespace
+}  // namespace gradflow::nn

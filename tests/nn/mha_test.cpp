@@ -1,0 +1,223 @@
+// MultiHeadAttention: parameter names per scale mode, shape errors, values
+// against hand projections plus the naive attention, gradient checks of a
+// tiny float64 layer, the probe, and KV-cache equivalence.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nn/attention.h"
+#include "tests/nn/attention_reference.h"
+#include "tests/nn/nn_check.h"
+
+namespace gradflow::nn {
+namespace {
+using namespace gradflow::testing;
+
+std::vector<std::string> names_of(const Module& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : m.named_parameters()) out.push_back(name);
+  return out;
+}
+
+// (B, T, C) rows times lin's W^T plus b, in double, returned as (B, H, T, D)
+// (a permuted view of (B, T, H, D)).
+Tensor project_heads(const Tensor& x, const Linear& lin, int64_t heads) {
+  const int64_t b = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+  std::vector<double> xv = x.to_vector(), w = lin.weight.data().to_vector();
+  std::vector<double> bias = lin.bias.data().to_vector(), y(b * t * c);
+  for (int64_t r = 0; r < b * t; ++r)
+    for (int64_t o = 0; o < c; ++o) {
+      double acc = bias[o];
+      for (int64_t i = 0; i < c; ++i) acc += xv[r * c + i] * w[o * c + i];
+      y[r * c + o] = acc;
+    }
+  return from_vector(y, {b, t, heads, c / heads}, DType::Float64).permute({0, 2, 1, 3});
+}
+
+// Layer norm over D of a (B, H, N, D) tensor, in double.
+Tensor norm_heads(const Tensor& x, const LayerNorm& ln) {
+  const int64_t d = x.shape()[3];
+  std::vector<double> v = x.to_vector(), w = ln.weight.data().to_vector();
+  std::vector<double> b = ln.bias.data().to_vector();
+  for (size_t r = 0; r < v.size(); r += d) {
+    double mu = 0, var = 0;
+    for (int64_t i = 0; i < d; ++i) mu += v[r + i] / d;
+    for (int64_t i = 0; i < d; ++i) var += (v[r + i] - mu) * (v[r + i] - mu) / d;
+    for (int64_t i = 0; i < d; ++i)
+      v[r + i] = (v[r + i] - mu) / std::sqrt(var + 1e-5) * w[i] + b[i];
+  }
+  return from_vector(v, x.shape(), DType::Float64);
+}
+
+// The whole layer by hand: project, split heads, attend, merge, project out.
+std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, const Tensor& mem,
+                                const Tensor& mask) {
+  const int64_t h = mha.heads(), b = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+  Tensor q = project_heads(x, *mha.q_proj, h), k = project_heads(mem, *mha.k_proj, h);
+  Tensor v = project_heads(mem, *mha.v_proj, h);
+  if (mha.q_norm) {
+    q = norm_heads(q, *mha.q_norm);
+    k = norm_heads(k, *mha.k_norm);
+  }
+  double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
+  std::vector<double> heads = naive_attention(q, k, v, mask, scale).out;  // (B, H, T, D)
+  Tensor merged = from_vector(heads, {b, h, t, mha.d_k()}, DType::Float64)
+                      .permute({0, 2, 1, 3})
+                      .reshape({b, t, c});
+  return project_heads(merged, *mha.o_proj, 1).permute({0, 2, 1, 3}).reshape({b, t, c}).to_vector();
+}
+
+const char* const kProj[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+
+TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
+  Generator gen(1);
+  std::vector<std::string> base;
+  for (const char* p : kProj) {
+    base.push_back(std::string(p) + ".weight");
+    base.push_back(std::string(p) + ".bias");
+  }
+  MultiHeadAttention plain(8, 2, ScaleMode::parse("inv_sqrt_dk"), gen);
+  EXPECT_EQ(names_of(plain), base);
+  EXPECT_EQ(plain.num_parameters(), 4 * (8 * 8 + 8));
+  EXPECT_FALSE(plain.q_norm);
+  EXPECT_FALSE(plain.scale.defined());
+
+  MultiHeadAttention normed(8, 2, ScaleMode::parse("qk_norm"), gen);
+  std::vector<std::string> with_norms = base;
+  for (const char* n : {"q_norm.weight", "q_norm.bias", "k_norm.weight", "k_norm.bias"})
+    with_norms.push_back(n);
+  EXPECT_EQ(names_of(normed), with_norms);
+  EXPECT_EQ(normed.q_norm->weight.shape(), (Shape{4}));  // over D, per head
+
+  MultiHeadAttention learned(8, 2, ScaleMode::parse("learned"), gen);
+  std::vector<std::string> with_scale = {"scale"};  // own parameters come before children's
+  with_scale.insert(with_scale.end(), base.begin(), base.end());
+  EXPECT_EQ(names_of(learned), with_scale);
+  EXPECT_EQ(learned.scale.shape(), (Shape{1}));
+  EXPECT_DOUBLE_EQ(learned.scale.data().item(), 0.5);  // 1/sqrt(4)
+
+  for (const char* fixed : {"none", "inv_dk", "inv_2sqrt_dk", "const:0.3"})
+    EXPECT_EQ(names_of(MultiHeadAttention(8, 4, ScaleMode::parse(fixed), gen)), base) << fixed;
+  EXPECT_EQ(learned.describe(), "MultiHeadAttention(d_model=8, heads=2, d_k=4, scale=learned)");
+}
+
+TEST(MultiHeadAttention, RejectsBadShapes) {
+  Generator gen(2);
+  EXPECT_THROW(MultiHeadAttention(10, 3, {}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(8, 0, {}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(0, 2, {}, gen), Error);
+  MultiHeadAttention mha(8, 2, {}, gen);
+  Variable x(randn({2, 3, 8}, gen));
+  EXPECT_EQ(mha.forward(x, x).shape(), (Shape{2, 3, 8}));
+  EXPECT_THROW(mha.forward(Variable(randn({3, 8}, gen)), x), Error);
+  EXPECT_THROW(mha.forward(x, Variable(randn({2, 3, 6}, gen))), Error);
+  EXPECT_THROW(mha.forward(x, Variable(randn({1, 3, 8}, gen))), Error);
+}
+
+TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
+  for (const char* mode : {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm"}) {
+    Generator gen(3);
+    MultiHeadAttention mha(6, 3, ScaleMode::parse(mode), gen, DType::Float64);
+    if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
+    if (mha.q_norm) {  // away from the initial 1 and 0, so they count
+      for (const Module* norm :
+           {static_cast<Module*>(mha.q_norm.get()), static_cast<Module*>(mha.k_norm.get())})
+        for (auto& [name, p] : norm->named_parameters()) {
+          Tensor live = p.data();
+          live.copy_(dense(p.shape()));
+        }
+    }
+    // Self-attention, causal.
+    Tensor x = dense({2, 4, 6});
+    Tensor causal = causal_mask(4, 4, DType::Float64);
+    expect_near_vec(mha.forward(Variable(x), Variable(x), causal).data(),
+                    mha_by_hand(mha, x, x, causal), 1e-10);
+    // Cross-attention, S = 5 != T = 4, with key padding (B, 1, 1, S).
+    Tensor mem = dense({2, 5, 6});
+    Tensor pad = from_vector({0, 0, 0, 0, 1, 0, 0, 1, 1, 1}, {2, 1, 1, 5}, DType::Float64);
+    Variable y = mha.forward(Variable(x), Variable(mem), pad);
+    ASSERT_EQ(y.shape(), (Shape{2, 4, 6}));
+    expect_near_vec(y.data(), mha_by_hand(mha, x, mem, pad), 1e-10);
+  }
+}
+
+TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
+  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
+    SCOPED_TRACE(mode);
+    Generator gen(4);
+    MultiHeadAttention mha(4, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    Tensor causal = causal_mask(3, 3, DType::Float64);
+    EXPECT_GRADCHECK([&](const Vars& v) { return mha.forward(v[0], v[0], causal); },
+                     {dense({2, 3, 4})});
+    EXPECT_GRADCHECK([&](const Vars& v) { return mha.forward(v[0], v[1]); },
+                     {dense({1, 2, 4}), dense({1, 3, 4})});
+    Variable x(dense({2, 3, 4})), mem(dense({2, 2, 4}));
+    expect_parameter_grads(mha, [&] { return mha.forward(x, x, causal); });
+    expect_parameter_grads(mha, [&] { return mha.forward(x, mem); });
+  }
+}
+
+TEST(MultiHeadAttention, ProbeRecordsWeightsWithoutChangingTheOutput) {
+  Generator gen(5);
+  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  Tensor x = dense({2, 3, 8}), mem = dense({2, 5, 8});
+  Tensor plain = mha.forward(Variable(x), Variable(mem)).data();
+  EXPECT_FALSE(mha.probe.weights.defined());
+  mha.record_probe = true;
+  Tensor probed = mha.forward(Variable(x), Variable(mem)).data();
+  EXPECT_EQ(plain.to_vector(), probed.to_vector());
+  ASSERT_EQ(mha.probe.logits.shape(), (Shape{2, 2, 3, 5}));
+  ASSERT_EQ(mha.probe.weights.shape(), (Shape{2, 2, 3, 5}));
+  expect_near_vec(sum(mha.probe.weights.data(), {-1}), std::vector<double>(12, 1.0), 1e-12);
+}
+
+// Feeds x to a self-attention layer in chunks of the given sizes with a KV
+// cache, and checks each chunk's output against full causal attention.
+void expect_cache_matches_full(MultiHeadAttention& mha, const Tensor& x,
+                               const std::vector<int64_t>& chunks) {
+  NoGradGuard no_grad;
+  const int64_t t = x.shape()[1];
+  Tensor full = mha.forward(Variable(x), Variable(x), causal_mask(t, t, x.dtype())).data();
+  KVCache cache;
+  int64_t start = 0;
+  for (int64_t n : chunks) {
+    Variable part(x.narrow(1, start, n));
+    Tensor mask = n > 1 ? causal_mask(n, start + n, x.dtype(), start) : Tensor();
+    Tensor got = mha.forward(part, part, mask, &cache).data();
+    EXPECT_EQ(cache.length(), start + n);
+    expect_close(got, full.narrow(1, start, n), 1e-10, "positions from " + std::to_string(start));
+    start += n;
+  }
+  ASSERT_EQ(start, t);
+}
+
+TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
+  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
+    SCOPED_TRACE(mode);
+    Generator gen(6);
+    MultiHeadAttention mha(8, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    Tensor x = dense({2, 6, 8});
+    expect_cache_matches_full(mha, x, {1, 1, 1, 1, 1, 1});
+    expect_cache_matches_full(mha, x, {3, 1, 2});
+  }
+}
+
+TEST(MultiHeadAttention, FixedCacheForCrossAttentionReusesTheMemory) {
+  Generator gen(7);
+  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  Tensor x = dense({2, 4, 8}), mem = dense({2, 5, 8});
+  NoGradGuard no_grad;
+  Tensor full = mha.forward(Variable(x), Variable(mem)).data();
+  KVCache cache;
+  cache.fixed = true;
+  for (int64_t t = 0; t < 4; ++t) {
+    // After the first step the memory passed in is not read again.
+    Variable memory = t == 0 ? Variable(mem) : Variable(zeros({2, 5, 8}, DType::Float64));
+    Tensor got = mha.forward(Variable(x.narrow(1, t, 1)), memory, Tensor(), &cache).data();
+    EXPECT_EQ(cache.length(), 5);
+    expect_close(got, full.narrow(1, t, 1), 1e-10, "step " + std::to_string(t));
+  }
+}
+
+}  // namespace
+}  // namespace gradflow::nn
