@@ -1,50 +1,119 @@
-// scaling_study (first version): the variance of the attention logit
-// s * (q . k) for independent unit-variance q and k, for each constant scale
-// mode and d_k, against the theory d_k * s^2 (claims C1 to C4 of the study).
-// The full study (trained models, gradient flow, report and plots) builds on
-// the nn layer and replaces this.
-#include <cmath>
+// scaling_study: how the attention scale (1/sqrt(d_k), none, 1/d_k, ...)
+// affects attention and gradient flow, at initialisation (Part A), in
+// training (Part B) and across learning rates (Part C, --full). Writes CSV
+// files, SVG plots and report.md with a verdict on each claim of
+// ../shared/STUDY.md computed from this run's numbers.
+#include <chrono>
 #include <cstdio>
-#include <string>
+#include <filesystem>
+#include <memory>
 
-#include "tensor/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/progress.h"
+#include "examples/study/report.h"
+#include "examples/study/study.h"
+#include "tensor/matmul.h"
 
 using namespace gradflow;
 
-int main(int argc, char** argv) {
-  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::printf(
-        "usage: scaling_study\n\nPrints the empirical variance of scaled attention logits "
-        "s*(q.k) for d_k in {4..1024}\nand scales 1, 1/sqrt(d_k), 1/d_k, 1/(2 sqrt(d_k)), "
-        "against the theory d_k*s^2.\n");
-    return 0;
-  }
-  if (argc > 1) {
-    std::fprintf(stderr, "scaling_study: error: unknown argument %s (see --help)\n", argv[1]);
-    return 2;
-  }
-  Generator gen(0);
-  const int64_t pairs = 20000;
-  struct Mode {
-    const char* name;
-    double (*scale)(double);
+namespace {
+
+std::string command_line(int argc, char** argv) {
+  std::string out = "scaling_study";
+  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
+  return out;
+}
+
+int run(int argc, char** argv) {
+  cli::ArgParser args(
+      "scaling_study",
+      "Measures how the attention scale affects attention and gradient flow. Part A: "
+      "at initialisation for d_k in {4, 16, 64, 256, 1024}. Part B: trains small "
+      "transformers (reverse with an encoder-decoder, copy with a decoder) under each "
+      "scale mode for d_k in {16, 64, 256}. Part C (--full): a learning-rate sweep. "
+      "Writes report.md, CSV files and SVG plots to --out.");
+  std::string out = "runs/scaling_study";
+  args.add("--out", &out, "output directory");
+  int64_t seed = 0;
+  args.add("--seed", &seed, "random seed (every mode of a setting shares it)").min(0);
+  int threads = 2;
+  args.add("--threads", &threads, "training runs side by side (each single-threaded)")
+      .min(1)
+      .max(64);
+  bool full = false;
+  args.add_flag("--full", &full,
+                "longer training and the learning-rate sweep (Part C); about 45 minutes");
+  int64_t steps = 0;
+  args.add("--steps", &steps, "training steps per run in Part B (0: 400, or 1000 with --full)")
+      .min(0);
+  bool skip_training = false;
+  args.add_flag("--skip-training", &skip_training, "Part A only");
+  args.parse(argc, argv);
+
+  const auto start = std::chrono::steady_clock::now();
+  std::filesystem::create_directories(out);
+  study::RunInfo info;
+  info.command = command_line(argc, argv);
+  info.seed = static_cast<uint64_t>(seed);
+  info.threads = threads;
+  info.full = full;
+  info.part_a.seed = info.seed;
+  info.part_b.seed = info.seed;
+  info.part_b.threads = threads;
+  info.part_b.steps = steps > 0 ? steps : full ? 1000 : 400;
+  set_blas_threads(1);  // parallelism comes from running several trainings at once
+
+  std::printf("Part A: attention at initialisation...\n");
+  std::fflush(stdout);
+  std::vector<study::InitRow> init = study::run_part_a(info.part_a);
+  // A bar on a terminal, plain periodic lines otherwise (runs finish on
+  // worker threads, one report at a time).
+  std::unique_ptr<cli::Progress> bar;
+  auto progress = [&bar](size_t done, size_t total) {
+    if (!bar) bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total));
+    bar->update(static_cast<int64_t>(done), "training runs");
+    if (done == total) {
+      bar->finish("done");
+      bar.reset();
+    }
   };
-  const Mode modes[] = {{"none", [](double) { return 1.0; }},
-                        {"inv_sqrt_dk", [](double d) { return 1 / std::sqrt(d); }},
-                        {"inv_dk", [](double d) { return 1 / d; }},
-                        {"inv_2sqrt_dk", [](double d) { return 1 / (2 * std::sqrt(d)); }}};
-  std::printf("%-13s %6s %14s %14s %8s\n", "mode", "d_k", "logit_var", "theory", "ratio");
-  for (int64_t d_k : {4, 16, 64, 256, 1024}) {
-    // Shape: q, k are (pairs, d_k); the logit of pair i is q_i . k_i.
-    Tensor q = randn({pairs, d_k}, gen), k = randn({pairs, d_k}, gen);
-    Tensor dots = sum(mul(q, k), {1});
-    for (const Mode& m : modes) {
-      double s = m.scale(static_cast<double>(d_k));
-      double v = var(mul(dots, s)).item();
-      double theory = static_cast<double>(d_k) * s * s;
-      std::printf("%-13s %6lld %14.6g %14.6g %8.4f\n", m.name, static_cast<long long>(d_k), v,
-                  theory, v / theory);
+  study::PartBResult training, sweep;
+  if (!skip_training) {
+    std::printf("Part B: training under each scale mode (%lld steps per run)...\n",
+                static_cast<long long>(info.part_b.steps));
+    std::fflush(stdout);
+    training = study::run_part_b(info.part_b, {info.part_b.lr}, true, progress);
+    if (full) {
+      info.sweep_lrs = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2};
+      study::PartBOptions o = info.part_b;
+      o.tasks = {"reverse"};
+      std::printf("Part C: learning-rate sweep...\n");
+      std::fflush(stdout);
+      sweep = study::run_part_b(o, info.sweep_lrs, false, progress);
     }
   }
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  study::write_report(out, info, init, training, sweep);
+
+  std::printf("\n%-4s %-15s %s\n", "id", "verdict", "why");
+  for (const study::Verdict& v : study::judge_claims(init, training))
+    std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.why.c_str());
+  if (!training.finals.empty()) {
+    std::printf("\n%-13s %5s", "task", "d_k");
+    for (const std::string& m : study::study_modes()) std::printf(" %12s", m.c_str());
+    std::printf("   (held-out accuracy)\n");
+    for (size_t i = 0; i < training.finals.size(); i += study::study_modes().size()) {
+      std::printf("%-13s %5lld", training.finals[i].task.c_str(),
+                  static_cast<long long>(training.finals[i].d_k));
+      for (size_t m = 0; m < study::study_modes().size(); ++m)
+        std::printf(" %12.4f", training.finals[i + m].final_accuracy);
+      std::printf("\n");
+    }
+  }
+  std::printf("\nreport: %s/report.md (%.0f s)\n", out.c_str(), info.seconds);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::run_cli(argc, argv, run); }

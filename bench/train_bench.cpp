@@ -1,0 +1,181 @@
+// train_bench: the training-step benchmark of bench/WORKLOADS.md (the same
+// workloads, model and step as /work/shared/bench/peer_torch.py), so the two
+// can be run in turn and compared line for line.
+//
+//   train_bench gpt-small --threads 2
+//   workload=gpt-small params=3241568 steps_per_s=F tokens_per_s=F gflops=F peak_rss_mb=F
+//
+// One step: forward, cross_entropy, zero_grad, backward, AdamW step, on fixed
+// random token batches src, tgt (inputs) and y (targets), each (B, T). The
+// first --warmup steps are not timed.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "examples/common/args.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "tensor/creation.h"
+#include "tensor/matmul.h"
+
+namespace {
+
+using namespace gradflow;
+
+// B batch, T seq (source and target alike), C d_model, F d_ff, L layers per
+// stack, V vocab: the fields of a WORKLOADS.md row.
+struct Workload {
+  std::string kind;  // "encdec", "decoder" or "encoder"
+  int64_t d_model, heads, layers, d_ff, seq, batch, vocab;
+};
+
+Workload named_workload(const std::string& name) {
+  if (name == "seq2seq-tiny") return {"encdec", 64, 4, 2, 256, 16, 64, 16};
+  return {"decoder", 256, 8, 4, 1024, 128, 16, 96};  // gpt-small
+}
+
+// Model FLOPs of one training step, WORKLOADS.md's formula (forward plus a
+// backward of twice its cost, matrix products only):
+//   6 x (weights of every Linear) x (tokens passing through it)
+//     Linear weights: per block Q, K, V, O (4 C^2) and the two feed-forward
+//     matrices (2 C F); a decoder block of an encoder-decoder adds the
+//     cross-attention's Q, K, V, O (4 C^2); the head is C V. Biases,
+//     embeddings and LayerNorms are not counted. Encoder blocks see the
+//     source's B T tokens, decoder blocks and the head the target's.
+//   + 12 x L x T_keys x C x (B T_queries) per attention stack, for the two
+//     attention products (Q K^T and weights V, 2 T_q T_k C each forward per
+//     sequence), causal masking not discounted; cross-attention counts the
+//     same with the source length as T_keys.
+// The source and the target both have T = seq positions here.
+double step_flops(const Workload& w) {
+  const double C = static_cast<double>(w.d_model), F = static_cast<double>(w.d_ff);
+  const double L = static_cast<double>(w.layers), T = static_cast<double>(w.seq);
+  const double V = static_cast<double>(w.vocab), tokens = static_cast<double>(w.batch) * T;
+  const double block = 4 * C * C + 2 * C * F, cross = 4 * C * C;
+  const double attention = 12 * L * T * C * tokens;
+  double linear_weights = 0, attention_stacks = 0;
+  if (w.kind == "encdec") {
+    linear_weights = L * block + L * (block + cross) + C * V;
+    attention_stacks = 3;  // encoder self, decoder self, decoder cross
+  } else {
+    linear_weights = L * block + C * V;
+    attention_stacks = 1;
+  }
+  return 6 * linear_weights * tokens + attention_stacks * attention;
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;  // Linux reports KiB
+}
+
+int run(int argc, char** argv) {
+  cli::ArgParser args("train_bench",
+                      "Time training steps (forward, cross-entropy, backward, AdamW) of a "
+                      "bench/WORKLOADS.md transformer and print one line of results. --kind and "
+                      "the shape options override the workload's fields; the defaults shown are "
+                      "gpt-small's.");
+  std::string workload = "gpt-small";
+  args.add_positional("WORKLOAD", &workload, "the workload to run")
+      .choices({"seq2seq-tiny", "gpt-small"})
+      .metavar("WORKLOAD");
+  // Registered with gpt-small's fields so --help shows them; an option not
+  // given takes the chosen workload's value instead.
+  Workload given = named_workload("gpt-small");
+  args.add_choice("--kind", &given.kind, {"encdec", "decoder", "encoder"}, "model kind");
+  args.add("--d-model", &given.d_model, "model width C").min(1);
+  args.add("--heads", &given.heads, "attention heads").min(1);
+  args.add("--layers", &given.layers, "blocks per stack").min(1);
+  args.add("--d-ff", &given.d_ff, "feed-forward width").min(1);
+  args.add("--seq", &given.seq, "sequence length T, of source and target alike").min(1);
+  args.add("--batch", &given.batch, "sequences per batch B").min(1);
+  args.add("--vocab", &given.vocab, "vocabulary size V").min(2);
+  int64_t steps = 20, warmup = 3, seed = 0;
+  args.add("--steps", &steps, "timed steps").min(1);
+  args.add("--warmup", &warmup, "untimed steps first").min(0);
+  args.add("--seed", &seed, "seed of the weights and the token batches").min(0);
+  int threads = 2;
+  args.add("--threads", &threads, "OpenBLAS threads").min(1).max(256);
+  args.parse(argc, argv);
+
+  Workload w = named_workload(workload);
+  if (args.seen("--kind")) w.kind = given.kind;
+  const std::pair<const char*, int64_t Workload::*> fields[] = {
+      {"--d-model", &Workload::d_model}, {"--heads", &Workload::heads},
+      {"--layers", &Workload::layers},   {"--d-ff", &Workload::d_ff},
+      {"--seq", &Workload::seq},         {"--batch", &Workload::batch},
+      {"--vocab", &Workload::vocab}};
+  for (const auto& [name, field] : fields)
+    if (args.seen(name)) w.*field = given.*field;
+
+  set_blas_threads(threads);
+  nn::ModelConfig config;
+  config.vocab = w.vocab;
+  config.d_model = w.d_model;
+  config.heads = w.heads;
+  config.layers = w.layers;
+  config.d_ff = w.d_ff;
+  config.max_len = w.seq;
+  config.validate();  // e.g. d_model not divisible by heads: one line, exit 2
+
+  Generator gen(static_cast<uint64_t>(seed));
+  // The model, and its forward on the (src, tgt) batch as the peer calls it:
+  // encoder-decoder reads both, the decoder-only model tgt, the encoder src.
+  std::shared_ptr<nn::Module> model;
+  std::function<Variable(const Tensor&, const Tensor&)> forward;
+  if (w.kind == "encdec") {
+    auto m = std::make_shared<nn::EncoderDecoder>(config, gen);
+    forward = [m](const Tensor& src, const Tensor& tgt) { return m->forward(src, tgt); };
+    model = m;
+  } else if (w.kind == "decoder") {
+    auto m = std::make_shared<nn::DecoderLM>(config, gen);
+    forward = [m](const Tensor&, const Tensor& tgt) { return m->forward(tgt); };
+    model = m;
+  } else {
+    auto m = std::make_shared<nn::EncoderClassifier>(config, /*classes=*/0, gen);
+    forward = [m](const Tensor& src, const Tensor&) { return m->forward(src); };
+    model = m;
+  }
+  nn::AdamW opt(model->parameters(), 1e-3, 0.9, 0.999, 1e-8, 0.01);
+
+  // Shapes: src, tgt, y are (B, T) int64 in [0, V).
+  const Tensor src = randint(0, w.vocab, {w.batch, w.seq}, gen);
+  const Tensor tgt = randint(0, w.vocab, {w.batch, w.seq}, gen);
+  const Tensor y = randint(0, w.vocab, {w.batch, w.seq}, gen);
+  double last_loss = 0;
+  auto step = [&] {
+    Variable loss = nn::cross_entropy(forward(src, tgt), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    last_loss = loss.data().item();
+  };
+
+  for (int64_t i = 0; i < warmup; ++i) step();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!std::isfinite(last_loss)) fail("train_bench: the loss is ", last_loss);
+
+  const double steps_per_s = static_cast<double>(steps) / seconds;
+  const double tokens_per_s = steps_per_s * static_cast<double>(w.batch * w.seq);
+  std::printf(
+      "workload=%s params=%lld steps_per_s=%.2f tokens_per_s=%.0f gflops=%.1f "
+      "peak_rss_mb=%.0f\n",
+      workload.c_str(), static_cast<long long>(model->num_parameters()), steps_per_s, tokens_per_s,
+      step_flops(w) * steps_per_s / 1e9, peak_rss_mb());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return gradflow::cli::run_cli(argc, argv, run); }

@@ -1,0 +1,187 @@
+// charlm: trains a character-level decoder-only transformer (DecoderLM) on a
+// text file, or by default on the built-in English-like corpus (no
+// download), reports training and validation loss, and samples text with
+// the KV cache.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/common/training.h"
+#include "nn/char_dataset.h"
+#include "nn/generate.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "nn/text_corpus.h"
+#include "tensor/creation.h"
+
+namespace gradflow::examples {
+namespace {
+
+// The vocabulary as byte codes, "10,32,33,...": metadata must be text, and
+// a text file's bytes need not be UTF-8.
+std::string vocab_codes(const std::string& chars) {
+  std::string out;
+  for (unsigned char c : chars) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
+// Samples n tokens after `prompt` with generate() and its KV cache. The model
+// sees at most max_len positions, so the text is made in windows: each
+// continues from the last max_len/2 tokens written so far.
+std::string sample(const nn::DecoderLM& model, const nn::CharDataset& data,
+                   const std::vector<int64_t>& prompt, int64_t n, nn::GenerateOptions options,
+                   Generator& gen) {
+  const int64_t window = model.config().max_len, keep = std::max<int64_t>(1, window / 2);
+  std::vector<int64_t> ids = prompt;
+  const size_t start = ids.size();
+  for (int64_t left = n; left > 0;) {
+    const int64_t p = std::min<int64_t>(static_cast<int64_t>(ids.size()), keep);
+    options.new_tokens = std::min(left, window - p);
+    std::vector<int64_t> context(ids.end() - p, ids.end());
+    Tensor out = nn::generate(model, from_indices(context, {1, p}), options, gen);
+    for (int64_t j = p; j < out.shape()[1]; ++j)
+      ids.push_back(static_cast<int64_t>(out.at({0, j})));
+    left -= options.new_tokens;
+  }
+  return data.decode(prompt) + data.decode(std::span(ids).subspan(start));
+}
+
+int run(int argc, char** argv) {
+  cli::ArgParser args("charlm",
+                      "Train a character-level transformer language model (decoder-only) on a "
+                      "text file, or on a built-in generated English-like corpus, and sample "
+                      "from it.");
+  RunFlags run_flags(args);
+  CommonFlags flags{.steps = 600,
+                    .batch = 16,
+                    .warmup = 30,
+                    .eval_every = 200,
+                    .save_every = 200,
+                    .lr = 4e-3,
+                    .out = "runs/charlm"};
+  std::string text_file;
+  int64_t corpus_chars = 200000, context = 64;
+  run_flags.add("--text", &text_file, "train on this file instead of the built-in corpus")
+      .metavar("FILE");
+  run_flags.add("--corpus-chars", &corpus_chars, "size of the built-in corpus")
+      .min(1000)
+      .max(int64_t{1} << 28);
+  run_flags.add("--context", &context, "characters the model sees (its max_len)").min(2).max(4096);
+  add_common_flags(args, run_flags, flags);
+  double temperature = 0.8;
+  int64_t top_k = 0, sample_tokens = 300, eval_batches = 8;
+  std::string prompt = "The ";
+  bool sample_each_eval = false;
+  args.add("--temperature", &temperature, "sampling temperature (0: greedy)").min(0).max(100);
+  args.add("--top-k", &top_k, "sample from the k likeliest characters (0: all)").min(0);
+  args.add("--sample-tokens", &sample_tokens, "characters to sample at the end").min(0);
+  args.add("--prompt", &prompt, "text the samples start from").check([](const std::string& p) {
+    if (p.empty()) throw cli::UsageError("must not be empty");
+  });
+  args.add_flag("--sample-each-eval", &sample_each_eval, "also print a sample at each evaluation");
+  args.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
+      .min(1)
+      .max(10000);
+  args.parse(argc, argv);
+  nn::Metadata resumed = setup_run("charlm", args, argc, argv, run_flags, flags);
+
+  const nn::CharDataset data =
+      text_file.empty()
+          ? nn::CharDataset(nn::generate_corpus(corpus_chars, static_cast<uint64_t>(flags.seed)))
+          : nn::CharDataset::from_file(text_file);
+  for (nn::Split split : {nn::Split::Train, nn::Split::Val})
+    if (data.split_size(split) < context + 1)
+      throw cli::UsageError(
+          "the text is too short: its " +
+          std::string(split == nn::Split::Train ? "training" : "validation") + " part has " +
+          std::to_string(data.split_size(split)) +
+          " characters, fewer than --context + 1 = " + std::to_string(context + 1));
+  std::vector<int64_t> prompt_ids;
+  try {
+    prompt_ids = data.encode(prompt);
+  } catch (const std::exception& e) {
+    throw cli::UsageError(std::string("--prompt: ") + e.what());
+  }
+  if (!resumed.empty() && nn::metadata_value(resumed, "vocab_bytes") != vocab_codes(data.chars()))
+    throw cli::UsageError("--resume: the text's characters differ from the checkpoint's");
+
+  const nn::ModelConfig config = resumed.empty() ? model_config(flags, data.vocab_size(), context)
+                                                 : config_from_metadata(resumed);
+  Generator init(static_cast<uint64_t>(flags.seed)), batches(static_cast<uint64_t>(flags.seed) + 1),
+      sampler(static_cast<uint64_t>(flags.seed) + 2);
+  nn::DecoderLM model(config, init);
+  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
+  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+  const nn::GenerateOptions sampling{.temperature = temperature, .top_k = top_k};
+
+  std::cout << "charlm: " << (text_file.empty() ? "built-in corpus" : text_file) << ", "
+            << data.size() << " characters (" << data.split_size(nn::Split::Val)
+            << " held out), vocabulary " << data.vocab_size() << "; " << model.num_parameters()
+            << " parameters (d_model " << config.d_model << ", heads " << config.heads
+            << ", layers " << config.layers << ", d_ff " << config.d_ff << ", context "
+            << config.max_len << ", scale " << config.scale.name() << ")\n"
+            << "  " << flags.steps << " steps of " << flags.batch << " windows, "
+            << schedule.describe() << "; output in " << flags.out << "\n"
+            << std::flush;
+
+  // Mean loss of eval_batches fixed windows of a split, drawn from a
+  // generator of their own so evaluation never moves the training stream.
+  auto split_loss = [&](nn::Split split) {
+    Generator gen(static_cast<uint64_t>(flags.seed) ^
+                  (split == nn::Split::Val ? 0x5eedull : 0x7a1ull));
+    double total = 0;
+    for (int64_t i = 0; i < eval_batches; ++i) {
+      auto [x, y] = data.batch(split, flags.batch, context, gen);
+      total += nn::cross_entropy(model.forward(x), y).item();
+    }
+    return total / static_cast<double>(eval_batches);
+  };
+  LoopOptions loop = loop_options(flags);
+  loop.metrics = {"train_loss", "val_loss"};
+  loop.metadata = run_metadata("charlm", config, run_flags);
+  loop.metadata.emplace_back("vocab_bytes", vocab_codes(data.chars()));
+  Hooks hooks;
+  hooks.loss = [&] {
+    auto [x, y] = data.batch(nn::Split::Train, flags.batch, context, batches);
+    return nn::cross_entropy(model.forward(x), y);
+  };
+  hooks.evaluate = [&] {
+    Evaluation e{{split_loss(nn::Split::Train), split_loss(nn::Split::Val)}, ""};
+    if (sample_each_eval)
+      e.text = "sample: " + sample(model, data, prompt_ids, std::min<int64_t>(sample_tokens, 120),
+                                   sampling, sampler);
+    return e;
+  };
+  TrainResult result =
+      run_training(model, optimizer, schedule,
+                   {{"init", &init}, {"data", &batches}, {"sample", &sampler}}, loop, hooks);
+  if (result.outcome != Outcome::kFinished) return exit_code(result);
+
+  model.eval();
+  NoGradGuard no_grad;
+  if (result.metrics.empty()) result.metrics = hooks.evaluate().metrics;
+  std::printf("loss: train %.4f, validation %.4f (nats per character; uniform would be %.2f)\n",
+              result.metrics[0], result.metrics[1],
+              std::log(static_cast<double>(data.vocab_size())));
+  if (result.skipped > 0)
+    std::printf("%lld steps skipped for non-finite values\n",
+                static_cast<long long>(result.skipped));
+  if (sample_tokens > 0)
+    std::printf("sample (temperature %g, top-k %lld):\n%s\n", temperature,
+                static_cast<long long>(top_k),
+                sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
+  std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace gradflow::examples
+
+int main(int argc, char** argv) {
+  return gradflow::cli::run_cli(argc, argv, gradflow::examples::run);
+}

@@ -1,0 +1,178 @@
+#include "examples/common/run_flags.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "tensor/matmul.h"
+
+namespace gradflow::examples {
+
+namespace fs = std::filesystem;
+using cli::UsageError;
+
+cli::Option<std::string>& RunFlags::add_choice(const std::string& name, std::string* target,
+                                               std::vector<std::string> choices, std::string help) {
+  flags_.emplace_back(name, [target] { return *target; });
+  return args_.add_choice(name, target, std::move(choices), std::move(help));
+}
+
+nn::Metadata RunFlags::to_metadata() const {
+  nn::Metadata out;
+  for (const auto& [name, get] : flags_) out.emplace_back("flag." + name, get());
+  return out;
+}
+
+void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::string>& command_line) {
+  std::vector<std::string> stored, values;
+  for (const auto& [name, get] : flags_) {
+    auto it = std::find_if(metadata.begin(), metadata.end(),
+                           [&](const auto& kv) { return kv.first == "flag." + name; });
+    if (it == metadata.end()) throw UsageError("--resume: the checkpoint has no " + name);
+    stored.push_back(name + "=" + it->second);
+    values.push_back(it->second);
+  }
+  args_.parse(stored);
+  args_.parse(command_line);  // what the user asked for wins, then is checked
+  for (size_t i = 0; i < flags_.size(); ++i) {
+    const auto& [name, get] = flags_[i];
+    if (name != "--steps" && get() != values[i])
+      throw UsageError(name + " " + get() + " differs from the checkpoint's " + values[i] +
+                       " (a resumed run keeps its settings; only --steps may change)");
+  }
+}
+
+void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
+  run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)").min(1);
+  run.add("--batch", &f.batch, "examples per batch").min(1);
+  run.add("--lr", &f.lr, "peak learning rate (of every schedule)").above(0);
+  run.add_choice("--schedule", &f.schedule, nn::LrSchedule::names(),
+                 "learning-rate schedule (cosine decays to lr/10)");
+  run.add("--warmup", &f.warmup, "warmup steps of cosine and noam (at most --steps)").min(0);
+  run.add("--clip", &f.clip, "clip the gradient norm to this (0: never)").min(0);
+  run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0);
+  run.add("--scale", &f.scale,
+          "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm")
+      .metavar("MODE")
+      .check([](const std::string& s) { nn::ScaleMode::parse(s); });
+  run.add("--d-model", &f.d_model, "model width (a multiple of --heads)").min(1);
+  run.add("--heads", &f.heads, "attention heads").min(1);
+  run.add("--layers", &f.layers, "transformer layers (per stack)").min(1);
+  run.add("--d-ff", &f.d_ff, "feed-forward width").min(1);
+  run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
+  args.add("--threads", &f.threads, "OpenBLAS threads").min(1).max(256);
+  args.add("--eval-every", &f.eval_every, "evaluate every N steps (0: only at the end)").min(0);
+  args.add("--save-every", &f.save_every, "save the checkpoint every N steps (0: at the end)")
+      .min(0);
+  args.add_flag("--stop-on-nan", &f.stop_on_nan,
+                "stop at a non-finite loss or gradient instead of skipping the step");
+  args.add("--out", &f.out, "output directory (when resuming: the --resume DIR)").metavar("DIR");
+  args.add("--resume", &f.resume, "continue the run whose checkpoint is in DIR (empty: none)")
+      .metavar("DIR");
+}
+
+std::string checkpoint_path(const std::string& dir) {
+  return (fs::path(dir) / "checkpoint.safetensors").string();
+}
+
+nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
+                       char** argv, RunFlags& run_flags, CommonFlags& flags) {
+  nn::Metadata metadata;
+  if (!flags.resume.empty()) {
+    // DIR, or the checkpoint file itself.
+    fs::path dir = flags.resume;
+    if (fs::is_regular_file(dir)) dir = dir.has_parent_path() ? dir.parent_path() : ".";
+    const std::string path = checkpoint_path(dir.string());
+    if (!fs::is_regular_file(path)) throw UsageError("--resume: no checkpoint at " + path);
+    try {
+      metadata = nn::read_checkpoint_metadata(path);
+      auto format = std::find_if(metadata.begin(), metadata.end(),
+                                 [](const auto& kv) { return kv.first == "format"; });
+      if (format == metadata.end() || format->second.rfind("gradflow-checkpoint", 0) != 0)
+        fail("not a training checkpoint (model.safetensors holds weights only)");
+      const std::string& owner = nn::metadata_value(metadata, "program");
+      if (owner != program) fail("a checkpoint of ", owner, ", not of ", program);
+    } catch (const std::exception& e) {
+      throw UsageError("--resume " + path + ": " + e.what());
+    }
+    run_flags.restore(metadata, std::vector<std::string>(argv + std::min(argc, 1), argv + argc));
+    flags.resume = dir.string();
+    if (!args.seen("--out")) flags.out = flags.resume;
+  }
+  if (flags.d_model % flags.heads != 0)
+    throw UsageError("--d-model " + std::to_string(flags.d_model) +
+                     " must be divisible by --heads " + std::to_string(flags.heads));
+  set_blas_threads(flags.threads);
+  return metadata;
+}
+
+// ModelConfig's integer fields, under their metadata names.
+constexpr std::pair<const char*, int64_t nn::ModelConfig::*> kConfigSizes[] = {
+    {"vocab", &nn::ModelConfig::vocab}, {"d_model", &nn::ModelConfig::d_model},
+    {"heads", &nn::ModelConfig::heads}, {"layers", &nn::ModelConfig::layers},
+    {"d_ff", &nn::ModelConfig::d_ff},   {"max_len", &nn::ModelConfig::max_len}};
+
+nn::Metadata config_metadata(const nn::ModelConfig& c) {
+  nn::Metadata m;
+  for (auto [key, field] : kConfigSizes) m.emplace_back(key, std::to_string(c.*field));
+  m.insert(m.end(), {{"scale", c.scale.name()},
+                     {"pre_ln", c.pre_ln ? "true" : "false"},
+                     {"activation", c.activation},
+                     {"positional", c.positional},
+                     {"dropout", cli::detail::format_value(c.dropout)}});
+  for (auto& [key, value] : m) key = "config." + key;
+  return m;
+}
+
+nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
+  try {
+    auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
+    nn::ModelConfig c;
+    for (auto [key, field] : kConfigSizes) cli::detail::parse_value(key, get(key), &(c.*field));
+    c.scale = nn::ScaleMode::parse(get("scale"));
+    cli::detail::parse_value("pre_ln", get("pre_ln"), &c.pre_ln);
+    c.activation = get("activation");
+    c.positional = get("positional");
+    cli::detail::parse_value("dropout", get("dropout"), &c.dropout);
+    c.validate();
+    return c;
+  } catch (const std::exception& e) {
+    throw UsageError(std::string("--resume: bad model config in the checkpoint: ") + e.what());
+  }
+}
+
+nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_len) {
+  nn::ModelConfig c;
+  c.vocab = vocab;
+  c.d_model = f.d_model, c.heads = f.heads, c.layers = f.layers, c.d_ff = f.d_ff;
+  c.max_len = max_len;
+  c.scale = nn::ScaleMode::parse(f.scale);
+  return c;
+}
+
+nn::LrSchedule make_schedule(const CommonFlags& f, int64_t d_model) {
+  const int64_t warmup = std::min(f.warmup, f.steps);
+  // noam peaks at factor / sqrt(d_model * warmup) on update `warmup`.
+  const double factor =
+      f.lr * std::sqrt(static_cast<double>(d_model * std::max<int64_t>(warmup, 1)));
+  try {
+    return nn::LrSchedule::from_name(f.schedule, {.lr = f.lr,
+                                                  .min_lr = f.lr / 10,
+                                                  .warmup_steps = warmup,
+                                                  .total_steps = f.steps,
+                                                  .d_model = d_model,
+                                                  .noam_factor = factor});
+  } catch (const std::exception& e) {
+    throw UsageError("--schedule " + f.schedule + ": " + e.what());
+  }
+}
+
+nn::Metadata run_metadata(const std::string& program, const nn::ModelConfig& config,
+                          const RunFlags& run_flags) {
+  nn::Metadata m = {{"program", program}};
+  for (auto& kv : config_metadata(config)) m.push_back(kv);
+  for (auto& kv : run_flags.to_metadata()) m.push_back(kv);
+  return m;
+}
+
+}  // namespace gradflow::examples

@@ -1,0 +1,182 @@
+// Drives the real inspect_checkpoint binary (its path comes from CMake as
+// GRADFLOW_INSPECT_CHECKPOINT) on a valid checkpoint and on broken files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "nn/safetensors.h"
+#include "tensor/creation.h"
+
+namespace gradflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+size_t count_lines(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+class InspectCheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "inspect_checkpoint_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the binary with `args` (already shell-quoted) and captures both streams.
+  Result run(const std::string& args) const {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string command = std::string("'") + GRADFLOW_INSPECT_CHECKPOINT + "' " + args +
+                                " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path write(const std::string& name, const std::string& bytes) const {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+
+  static std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
+
+  // Exit code 2 and exactly one line "inspect_checkpoint: error: ..." on stderr.
+  void expect_one_line_error(const Result& r, const std::string& reason_part) const {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_EQ(r.err.rfind("inspect_checkpoint: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(reason_part), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+
+  nn::NamedTensors sample_tensors() const {
+    return {{"encoder.layers.0.q_proj.weight", zeros({64, 32})},
+            {"encoder.layers.0.q_proj.bias", zeros({64})},
+            {"step_ids", arange(5, DType::Int64)},
+            {"scale", scalar_tensor(2.0, DType::Float64)}};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(InspectCheckpointTest, ListsTensorsTotalsAndMetadata) {
+  const fs::path p = dir_ / "model.safetensors";
+  nn::save_safetensors(p.string(), sample_tensors(), {{"step", "1500"}, {"task", "reverse"}});
+  const Result r = run(quote(p));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* expected :
+       {"encoder.layers.0.q_proj.weight", "[64, 32]", "2,048", "encoder.layers.0.q_proj.bias",
+        "[64]", "step_ids", "I64", "[5]", "scale", "F64", "[]", "tensors: 4",
+        "parameters: 2,118",  // 2048 + 64 + 5 + 1
+        "bytes: 8,496",       // (2048 + 64) * 4 + (5 + 1) * 8
+        "step = 1500", "task = reverse"})
+    EXPECT_NE(r.out.find(expected), std::string::npos) << "missing " << expected << " in\n"
+                                                       << r.out;
+  // Names keep the file's order, and the columns line up.
+  EXPECT_LT(r.out.find("q_proj.weight"), r.out.find("q_proj.bias"));
+  EXPECT_LT(r.out.find("q_proj.bias"), r.out.find("step_ids"));
+  std::istringstream lines(r.out);
+  std::string header, first;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  EXPECT_EQ(header.find("dtype"), first.find("F32"));
+}
+
+TEST_F(InspectCheckpointTest, SaysWhenThereIsNoMetadata) {
+  const fs::path p = dir_ / "plain.safetensors";
+  nn::save_safetensors(p.string(), sample_tensors());
+  const Result r = run(quote(p));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("metadata: (none)"), std::string::npos) << r.out;
+}
+
+TEST_F(InspectCheckpointTest, EscapesControlCharactersInMetadata) {
+  const fs::path p = dir_ / "odd.safetensors";
+  nn::save_safetensors(p.string(), sample_tensors(), {{"note", "two\nlines"}});
+  const Result r = run(quote(p));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note = two\\nlines"), std::string::npos) << r.out;
+}
+
+TEST_F(InspectCheckpointTest, HelpGoesToStdoutWithExitZero) {
+  const Result r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("FILE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(InspectCheckpointTest, MissingArgumentIsAUsageError) {
+  expect_one_line_error(run(""), "FILE");
+}
+
+TEST_F(InspectCheckpointTest, MissingFile) {
+  expect_one_line_error(run(quote(dir_ / "nope.safetensors")), "nope.safetensors");
+}
+
+TEST_F(InspectCheckpointTest, Directory) { expect_one_line_error(run(quote(dir_)), "directory"); }
+
+TEST_F(InspectCheckpointTest, EmptyFile) {
+  expect_one_line_error(run(quote(write("empty.safetensors", ""))), "empty.safetensors");
+}
+
+TEST_F(InspectCheckpointTest, TruncatedFiles) {
+  const std::string bytes = nn::encode_safetensors(sample_tensors(), {{"step", "1"}});
+  // Cut inside the length word, inside the header, and inside the data.
+  for (size_t keep : {size_t{4}, size_t{8}, size_t{20}, bytes.size() - 1}) {
+    SCOPED_TRACE("keeping " + std::to_string(keep) + " of " + std::to_string(bytes.size()));
+    expect_one_line_error(run(quote(write("cut.safetensors", bytes.substr(0, keep)))),
+                          "cut.safetensors");
+  }
+}
+
+TEST_F(InspectCheckpointTest, GarbageHeaders) {
+  auto with_header = [](const std::string& json) {
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    return out + json;
+  };
+  const std::string cases[] = {
+      with_header("this is not json"),
+      with_header("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}"),
+      with_header("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}"),
+      with_header("{\"w\": {\"dtype\": \"BF16\", \"shape\": [], \"data_offsets\": [0, 2]}}") + "ab",
+      with_header("[1, 2, 3]"),
+      std::string("\xff\xff\xff\xff\xff\xff\xff\xff{}", 10),  // a header length of 2^64 - 1
+      "random bytes, no safetensors at all\n\n\n",
+  };
+  for (const std::string& bytes : cases) {
+    SCOPED_TRACE(bytes);
+    expect_one_line_error(run(quote(write("bad.safetensors", bytes))), "bad.safetensors");
+  }
+}
+
+}  // namespace
+}  // namespace gradflow

@@ -1,0 +1,204 @@
+// The training programs end to end, run as a user would (without a shell):
+// help, one-line errors with exit code 2, a tiny run's files, --resume, and
+// Ctrl-C. CMake passes the programs' paths as GRADFLOW_SEQ2SEQ and so on.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
+const std::string kCharlm = GRADFLOW_CHARLM;
+const std::string kClassify = GRADFLOW_CLASSIFY;
+
+// Small enough that a run takes a moment even under the sanitizers.
+const std::vector<std::string> kTiny = {"--d-model", "16",     "--heads", "2",       "--layers",
+                                        "1",         "--d-ff", "32",      "--batch", "8"};
+
+class ProgramsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("gradflow_programs_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  struct Result {
+    int code = -1;
+    std::string out, err;
+  };
+
+  // Starts the program with stdout and stderr going to files; returns its pid.
+  pid_t spawn(const std::string& program, const std::vector<std::string>& args) {
+    std::vector<std::string> all = {program};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(rc, 0) << "cannot start " << program;
+    return pid;
+  }
+  Result wait(pid_t pid) {
+    int status = 0;
+    Result r;
+    if (pid > 0 && waitpid(pid, &status, 0) == pid)
+      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read(path("stdout"));
+    r.err = read(path("stderr"));
+    return r;
+  }
+  Result run(const std::string& program, std::vector<std::string> args,
+             const std::vector<std::string>& more = {}) {
+    args.insert(args.end(), more.begin(), more.end());
+    return wait(spawn(program, args));
+  }
+  static std::string read(const std::string& file) {
+    std::ifstream in(file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static size_t lines(const std::string& text) {
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  }
+  void expect_usage_error(const std::string& program, const std::vector<std::string>& args) {
+    Result r = run(program, args);
+    std::string cmd = fs::path(program).filename().string();
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind(fs::path(program).filename().string() + ": error: ", 0), 0u)
+        << cmd << "\n"
+        << r.err;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
+  for (const auto& program : {kSeq2seq, kCharlm, kClassify}) {
+    Result r = run(program, {"--help"});
+    EXPECT_EQ(r.code, 0) << program;
+    for (const char* flag :
+         {"--seed", "--threads", "--steps", "--lr", "--scale", "--d-model", "--heads", "--layers",
+          "--d-ff", "--batch", "--schedule", "--warmup", "--clip", "--eval-every", "--save-every",
+          "--out", "--resume", "--stop-on-nan"})
+      EXPECT_NE(r.out.find(flag), std::string::npos) << program << " lacks " << flag;
+  }
+  EXPECT_NE(run(kSeq2seq, {"-h"}).out.find("--task"), std::string::npos);
+  Result lm = run(kCharlm, {"--help"});
+  for (const char* flag : {"--text", "--temperature", "--top-k", "--sample-tokens", "--prompt"})
+    EXPECT_NE(lm.out.find(flag), std::string::npos) << flag;
+  EXPECT_NE(run(kClassify, {"--help"}).out.find("first symbol"), std::string::npos);
+}
+
+TEST_F(ProgramsTest, BadFlagsAndValuesAreOneLineErrorsWithExitCode2) {
+  for (const auto& program : {kSeq2seq, kCharlm, kClassify}) {
+    expect_usage_error(program, {"--no-such-flag"});
+    expect_usage_error(program, {"--steps", "abc"});
+    expect_usage_error(program, {"--steps", "0"});
+    expect_usage_error(program, {"--d-model", "30", "--heads", "4"});
+    expect_usage_error(program, {"--heads", "0"});
+    expect_usage_error(program, {"--scale", "sqrt"});
+    expect_usage_error(program, {"--schedule", "noam", "--warmup", "0"});
+    expect_usage_error(program, {"--resume", path("nowhere")});
+  }
+  fs::create_directories(path("bad"));
+  std::ofstream(path("bad/checkpoint.safetensors")) << "not a checkpoint";
+  expect_usage_error(kSeq2seq, {"--resume", path("bad")});
+  expect_usage_error(kSeq2seq, {"--task", "sort", "--min-len", "5", "--max-len", "3"});
+  expect_usage_error(kCharlm, {"--text", path("nonexistent.txt")});
+  std::ofstream(path("empty.txt")).flush();
+  expect_usage_error(kCharlm, {"--text", path("empty.txt")});
+  std::ofstream(path("short.txt")) << "too short";
+  expect_usage_error(kCharlm, {"--text", path("short.txt")});
+  expect_usage_error(kCharlm, {"--prompt", "\x01"});
+  expect_usage_error(kClassify, {"--min-len", "9", "--max-len", "5"});
+}
+
+// A tiny run writes its three files; --resume continues it in place.
+TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
+      {kSeq2seq, {"--eval-examples", "16", "--max-len", "4"}},
+      {kCharlm,
+       {"--corpus-chars", "3000", "--context", "16", "--eval-batches", "1", "--sample-tokens",
+        "40"}},
+      {kClassify, {"--eval-examples", "32", "--max-len", "6"}}};
+  for (const auto& [program, extra] : programs) {
+    const std::string out = path(fs::path(program).filename().string());
+    std::vector<std::string> args = {"--steps", "20", "--eval-every", "10", "--out", out};
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    Result r = run(program, args, extra);
+    ASSERT_EQ(r.code, 0) << program << "\n" << r.err;
+    EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+    for (const char* file : {"log.csv", "model.safetensors", "checkpoint.safetensors"})
+      EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << program << " " << file;
+    std::string log = read(out + "/log.csv");
+    EXPECT_EQ(lines(log), 21u) << log;
+    EXPECT_EQ(log.rfind("step,loss,lr,grad_norm,skipped,", 0), 0u) << log;
+
+    // The settings come from the checkpoint; a contradiction is refused.
+    Result more = run(program, {"--resume", out, "--steps", "25"});
+    ASSERT_EQ(more.code, 0) << program << "\n" << more.err;
+    EXPECT_EQ(lines(read(out + "/log.csv")), 26u);
+    expect_usage_error(program, {"--resume", out, "--steps", "30", "--d-model", "32"});
+  }
+  // --resume also takes the checkpoint file; a checkpoint of another program is refused.
+  Result file =
+      run(kSeq2seq, {"--resume", path("seq2seq/checkpoint.safetensors"), "--steps", "27"});
+  EXPECT_EQ(file.code, 0) << file.err;
+  EXPECT_EQ(lines(read(path("seq2seq/log.csv"))), 28u);
+  expect_usage_error(kCharlm, {"--resume", path("seq2seq")});
+}
+
+TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {
+  const std::string out = path("run");
+  std::vector<std::string> args = {"--steps", "100000", "--eval-every", "0", "--out", out};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  pid_t pid = spawn(kSeq2seq, args);
+  // Wait until training is under way (the log has rows), then Ctrl-C.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (lines(read(out + "/log.csv")) < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGINT);
+  Result r = wait(pid);
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume " + out), std::string::npos) << r.err;
+  const size_t rows = lines(read(out + "/log.csv")) - 1;
+  Result more = run(kSeq2seq, {"--resume", out, "--steps", std::to_string(rows + 2)});
+  EXPECT_EQ(more.code, 0) << more.err;
+  EXPECT_EQ(lines(read(out + "/log.csv")) - 1, rows + 2);
+}
+
+}  // namespace

@@ -1,0 +1,335 @@
+// The shared training loop of the example programs: bitwise resume, the
+// non-finite guard, Ctrl-C, and the flags a checkpoint restores.
+#include "examples/common/training.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "nn/loss.h"
+#include "nn/optim.h"
+#include "nn/toy_tasks.h"
+#include "tensor/creation.h"
+
+namespace gradflow::examples {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(fs::temp_directory_path() /
+              ("gradflow_training_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str(const std::string& sub = "") const { return (path_ / sub).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// A tiny encoder-decoder on the reverse task, everything the loop needs.
+struct TinyRun {
+  nn::ToyTaskConfig task{
+      .task = "reverse", .n_symbols = 5, .min_len = 2, .max_len = 4, .max_digits = 3};
+  Generator init, data;
+  nn::EncoderDecoder model;
+  nn::AdamW optimizer;
+  nn::LrSchedule schedule = nn::LrSchedule::warmup_cosine(3e-3, 2, 8);
+  std::ostringstream err;  // progress and messages, kept out of the test output
+
+  explicit TinyRun(uint64_t seed)
+      : init(seed), data(seed + 1), model(config(task), init), optimizer(model.parameters()) {}
+
+  static nn::ModelConfig config(const nn::ToyTaskConfig& task) {
+    nn::ModelConfig c;
+    c.vocab = nn::vocab_size(task);
+    c.d_model = 16, c.heads = 2, c.layers = 1, c.d_ff = 32;
+    c.max_len = std::max(nn::src_len(task), nn::tgt_len(task));
+    return c;
+  }
+  Hooks hooks() {
+    Hooks h;
+    h.loss = [this] {
+      nn::Seq2SeqBatch b = nn::make_batch(task, 8, data);
+      return nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, nn::kPadToken);
+    };
+    h.evaluate = [this] {
+      nn::Seq2SeqBatch b = nn::make_eval_set(task, 1, 8, 5).front();
+      return Evaluation{
+          {nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, nn::kPadToken)
+               .item()},
+          ""};
+    };
+    return h;
+  }
+  LoopOptions options(const std::string& out, int64_t steps) {
+    return {.out_dir = out,
+            .steps = steps,
+            .eval_every = 3,
+            .save_every = 2,
+            .clip = 1.0,
+            .metrics = {"val_loss"},
+            .metadata = {{"program", "test"}},
+            .err = &err,
+            .tty = false};
+  }
+  TrainResult train(const LoopOptions& o, const Hooks& h) {
+    return run_training(model, optimizer, schedule, {{"init", &init}, {"data", &data}}, o, h);
+  }
+  TrainResult train(const LoopOptions& o) { return train(o, hooks()); }
+};
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream s(line);
+    for (std::string cell; std::getline(s, cell, ',');) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// The step, loss, lr, grad_norm and skipped columns (each session also
+// evaluates at its last step, so the metrics differ where a run was split).
+std::vector<std::vector<std::string>> step_columns(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows) row.resize(5);
+  return rows;
+}
+
+std::vector<std::vector<double>> weights(const nn::Module& m) {
+  std::vector<std::vector<double>> out;
+  for (auto& [name, t] : m.state_dict()) out.push_back(t.to_vector());
+  return out;
+}
+
+TEST(TrainingLoop, WritesLogCheckpointAndWeights) {
+  TempDir dir("files");
+  TinyRun run(1);
+  TrainResult r = run.train(run.options(dir.str(), 4));
+  EXPECT_EQ(r.outcome, Outcome::kFinished);
+  EXPECT_EQ(r.step, 4);
+  ASSERT_EQ(r.metrics.size(), 1u);
+  auto rows = read_csv(dir.str("log.csv"));
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"step", "loss", "lr", "grad_norm", "skipped", "val_loss"}));
+  EXPECT_EQ(rows[1][0], "1");
+  EXPECT_EQ(rows[1][5], "");  // no evaluation at step 1
+  EXPECT_NE(rows[3][5], "");  // eval_every 3
+  EXPECT_NE(rows[4][5], "");  // and at the end
+  EXPECT_EQ(rows[4][4], "false");
+  EXPECT_TRUE(fs::is_regular_file(dir.str("model.safetensors")));
+  nn::Metadata meta = nn::read_checkpoint_metadata(checkpoint_path(dir.str()));
+  EXPECT_EQ(nn::metadata_value(meta, "step"), "4");
+  EXPECT_EQ(nn::metadata_value(meta, "program"), "test");
+}
+
+TEST(TrainingLoop, ResumedRunContinuesBitwise) {
+  TempDir one("one"), two("two");
+  TinyRun a(3);
+  a.train(a.options(one.str(), 8));
+  // Half the run, then a fresh process's worth of objects from other seeds.
+  TinyRun b(3);
+  b.train(b.options(two.str(), 4));
+  TinyRun c(99);
+  LoopOptions o = c.options(two.str(), 8);
+  o.resume_dir = two.str();
+  TrainResult r = c.train(o);
+  EXPECT_EQ(r.step, 8);
+  auto whole = read_csv(one.str("log.csv")), resumed = read_csv(two.str("log.csv"));
+  ASSERT_EQ(resumed.size(), 9u);  // appended, not truncated
+  EXPECT_EQ(step_columns(resumed), step_columns(whole));
+  EXPECT_EQ(resumed[6][5], whole[6][5]);  // val_loss after step 6
+  EXPECT_EQ(resumed[8][5], whole[8][5]);
+  EXPECT_EQ(weights(c.model), weights(a.model));
+  EXPECT_EQ(c.optimizer.step_count(), 8);
+}
+
+TEST(TrainingLoop, ResumeDropsLogRowsAfterTheCheckpoint) {
+  // As after a crash: the log reached step 6 but the checkpoint is step 4's.
+  TempDir one("crash_a"), two("crash_b");
+  TinyRun a(4);
+  a.train(a.options(one.str(), 6));
+  TinyRun b(4);
+  b.train(b.options(two.str(), 4));
+  fs::copy_file(checkpoint_path(two.str()), two.str("step4"));
+  TinyRun c(4);
+  LoopOptions o = c.options(two.str(), 6);
+  o.resume_dir = two.str();
+  c.train(o);
+  fs::copy_file(two.str("step4"), checkpoint_path(two.str()), fs::copy_options::overwrite_existing);
+  TinyRun d(4);
+  d.train(o);
+  EXPECT_EQ(step_columns(read_csv(two.str("log.csv"))), step_columns(read_csv(one.str("log.csv"))));
+}
+
+TEST(TrainingLoop, NonFiniteLossSkipsTheUpdate) {
+  TempDir dir("nan_loss");
+  TinyRun run(5);
+  Hooks h = run.hooks();
+  auto loss = h.loss;
+  std::vector<std::vector<double>> before;
+  std::vector<StepInfo> steps;
+  h.loss = [&] {
+    if (steps.size() == 2) before = weights(run.model);
+    Variable l = loss();
+    return steps.size() == 2 ? l * std::nan("") : l;
+  };
+  h.after_step = [&](const StepInfo& info) {
+    steps.push_back(info);
+    if (info.step == 3) {
+      EXPECT_EQ(weights(run.model), before) << "parameters changed";
+    }
+  };
+  TrainResult r = run.train(run.options(dir.str(), 4), h);
+  EXPECT_EQ(r.outcome, Outcome::kFinished);
+  EXPECT_EQ(r.skipped, 1);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_TRUE(steps[2].skipped);
+  EXPECT_TRUE(std::isnan(steps[2].loss));
+  EXPECT_FALSE(steps[3].skipped);
+  EXPECT_EQ(run.optimizer.step_count(), 3);
+  EXPECT_NE(run.err.str().find("step 3: non-finite loss; update skipped"), std::string::npos)
+      << run.err.str();
+  EXPECT_EQ(read_csv(dir.str("log.csv"))[3][4], "true");
+}
+
+TEST(TrainingLoop, NonFiniteGradientSkipsTheUpdateAndStopOnNanStops) {
+  TempDir dir("nan_grad");
+  TinyRun run(6);
+  Hooks h = run.hooks();
+  auto loss = h.loss;
+  int calls = 0;
+  std::vector<std::vector<double>> before;
+  h.loss = [&] {
+    Variable l = loss();
+    if (++calls == 2) {
+      before = weights(run.model);
+      l.register_hook([](const Tensor& g) { return full(g.shape(), HUGE_VAL, g.dtype()); });
+    }
+    return l;
+  };
+  LoopOptions o = run.options(dir.str(), 4);
+  o.stop_on_nan = true;
+  TrainResult r = run.train(o, h);
+  EXPECT_EQ(r.outcome, Outcome::kStoppedOnNan);
+  EXPECT_EQ(exit_code(r), 1);
+  EXPECT_EQ(r.step, 2);
+  EXPECT_EQ(weights(run.model), before);
+  EXPECT_NE(run.err.str().find("non-finite gradient norm"), std::string::npos) << run.err.str();
+  EXPECT_EQ(nn::metadata_value(nn::read_checkpoint_metadata(checkpoint_path(dir.str())), "step"),
+            "2");
+}
+
+TEST(TrainingLoop, SigintFinishesTheStepSavesAndReturnsInterrupted) {
+  TempDir dir("sigint");
+  TinyRun run(7);
+  Hooks h = run.hooks();
+  auto loss = h.loss;
+  int calls = 0;
+  h.loss = [&] {
+    if (++calls == 3) std::raise(SIGINT);  // as Ctrl-C during step 3
+    return loss();
+  };
+  TrainResult r = run.train(run.options(dir.str(), 8), h);
+  EXPECT_EQ(r.outcome, Outcome::kInterrupted);
+  EXPECT_EQ(exit_code(r), 130);
+  EXPECT_EQ(r.step, 3);
+  EXPECT_EQ(run.optimizer.step_count(), 3);  // the step was finished
+  EXPECT_NE(run.err.str().find("interrupted at step 3"), std::string::npos) << run.err.str();
+  EXPECT_EQ(nn::metadata_value(nn::read_checkpoint_metadata(checkpoint_path(dir.str())), "step"),
+            "3");
+  // The handler is gone again and the run resumes from the checkpoint.
+  EXPECT_EQ(std::signal(SIGINT, SIG_DFL), SIG_DFL);
+  TinyRun again(70);
+  LoopOptions o = again.options(dir.str(), 8);
+  o.resume_dir = dir.str();
+  EXPECT_EQ(again.train(o).outcome, Outcome::kFinished);
+  EXPECT_EQ(read_csv(dir.str("log.csv")).size(), 9u);
+}
+
+TEST(TrainingLoop, ResumingAFinishedRunDoesNothing) {
+  TempDir dir("done");
+  TinyRun run(8);
+  run.train(run.options(dir.str(), 2));
+  TinyRun again(8);
+  LoopOptions o = again.options(dir.str(), 2);
+  o.resume_dir = dir.str();
+  TrainResult r = again.train(o);
+  EXPECT_EQ(r.step, 2);
+  EXPECT_TRUE(r.metrics.empty());
+  EXPECT_NE(again.err.str().find("nothing to do"), std::string::npos);
+  EXPECT_EQ(read_csv(dir.str("log.csv")).size(), 3u);
+}
+
+TEST(RunFlags, RestoreTakesTheCheckpointsValuesAndRejectsContradictions) {
+  auto make = [](cli::ArgParser& args, RunFlags& run, CommonFlags& f, std::string& task) {
+    run.add_choice("--task", &task, {"copy", "reverse"}, "task");
+    add_common_flags(args, run, f);
+  };
+  cli::ArgParser args1("t", "");
+  RunFlags run1(args1);
+  CommonFlags f1;
+  std::string task1 = "copy";
+  make(args1, run1, f1, task1);
+  args1.parse({"--task", "reverse", "--d-model", "32", "--lr", "0.1", "--steps", "10"});
+  nn::Metadata saved = run1.to_metadata();
+
+  cli::ArgParser args2("t", "");
+  RunFlags run2(args2);
+  CommonFlags f2;
+  std::string task2 = "copy";
+  make(args2, run2, f2, task2);
+  run2.restore(saved, {"--steps", "20", "--threads", "2", "--lr", "0.1"});
+  EXPECT_EQ(task2, "reverse");
+  EXPECT_EQ(f2.d_model, 32);
+  EXPECT_EQ(f2.lr, 0.1);
+  EXPECT_EQ(f2.steps, 20);  // may change
+  EXPECT_EQ(f2.threads, 2);
+
+  cli::ArgParser args3("t", "");
+  RunFlags run3(args3);
+  CommonFlags f3;
+  std::string task3;
+  make(args3, run3, f3, task3);
+  try {
+    run3.restore(saved, {"--d-model", "64"});
+    FAIL() << "no throw";
+  } catch (const cli::UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--d-model 64 differs from the checkpoint's 32 (a resumed run keeps its "
+                 "settings; only --steps may change)");
+  }
+  nn::Metadata missing(saved.begin() + 1, saved.end());
+  EXPECT_THROW(run3.restore(missing, {}), cli::UsageError);
+}
+
+TEST(ModelConfigMetadata, RoundTrips) {
+  nn::ModelConfig c;
+  c.vocab = 7, c.d_model = 24, c.heads = 3, c.layers = 5, c.d_ff = 40, c.max_len = 9;
+  c.scale = nn::ScaleMode::parse("const:0.3");
+  c.pre_ln = false, c.dropout = 0.1, c.positional = "sinusoidal";
+  nn::ModelConfig d = config_from_metadata(config_metadata(c));
+  EXPECT_EQ(config_metadata(d), config_metadata(c));
+  EXPECT_EQ(d.scale.kind, nn::ScaleMode::Constant);
+  EXPECT_EQ(d.scale.constant, 0.3);
+  nn::Metadata bad = config_metadata(c);
+  bad[1].second = "x";
+  EXPECT_THROW(config_from_metadata(bad), cli::UsageError);
+}
+
+}  // namespace
+}  // namespace gradflow::examples
