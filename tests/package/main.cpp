@@ -1,16 +1,20 @@
-// Links against the installed package and takes one gradient.
+// Links against the installed package (gradflow::nn brings autograd and
+// tensor) and takes one gradient through a layer.
 #include <cstdio>
 
 #include "autograd/ops.h"
+#include "nn/linear.h"
 #include "tensor/ops.h"
 
 int main() {
   using namespace gradflow;
-  Variable x(from_vector({1, 2, 3}), true);
-  sum(x * x).backward();
-  std::vector<double> g = x.grad().to_vector();
-  bool ok = g == std::vector<double>{2, 4, 6};
-  std::printf("consumer: d/dx sum(x^2) at (1, 2, 3) = (%g, %g, %g) %s\n", g[0], g[1], g[2],
-              ok ? "ok" : "WRONG");
+  Generator gen(0);
+  nn::Linear layer(3, 2, true, gen);
+  Variable x(from_vector({1, 2, 3}, {1, 3}), true);
+  sum(layer.forward(x)).backward();
+  // d/dx sum(x W^T + b) = the column sums of W.
+  Tensor expected = sum(layer.weight.data(), {0});
+  bool ok = x.grad().to_vector() == expected.to_vector();
+  std::printf("consumer: gradient through an installed nn::Linear %s\n", ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }
