@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "autograd/gradcheck.h"
 #include "nn/generate.h"
 #include "nn/models.h"
 #include "tensor/ops.h"
@@ -156,6 +157,44 @@ TEST(Generate, TooLongThrows) {
   c.vocab = 5, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 8, c.max_len = 6;
   DecoderLM m(c, gen);
   EXPECT_THROW(generate(m, zeros({1, 3}, DType::Int64), {.new_tokens = 4}, gen), Error);
+}
+
+}  // namespace
+}  // namespace gradflow::nn
+
+namespace gradflow::nn {
+namespace {
+
+TEST(Models, PostLayerNormIsSelectableAndDifferentiable) {
+  ModelConfig c;
+  c.vocab = 7, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 8, c.max_len = 5;
+  c.pre_ln = false;
+  Generator g1(3), g2(3);
+  EncoderDecoder post(c, g1);
+  c.pre_ln = true;
+  EncoderDecoder pre(c, g2);
+  EXPECT_EQ(post.num_parameters(), pre.num_parameters());  // same weights, other wiring
+  Tensor src = randint(0, 7, {2, 5}, g1), tgt = randint(0, 7, {2, 4}, g1);
+  Tensor a = post.forward(src, tgt).data(), b = pre.forward(src, tgt).data();
+  EXPECT_GT(max(abs(sub(a, b))).item(), 1e-3);
+  // Post-LN: every sublayer output passes a LayerNorm, so each position of
+  // the decoder output before the head has mean 0 and variance 1.
+  Variable x = post.decoder->forward(post.embed->forward(tgt), causal_mask(4, 4),
+                                     post.encode(src, Tensor()), Tensor());
+  Tensor m = mean(x.data(), {-1}), v = var(x.data(), {-1}, false, 0);
+  for (double mv : m.to_vector()) EXPECT_NEAR(mv, 0, 1e-5);
+  for (double vv : v.to_vector()) EXPECT_NEAR(vv, 1, 1e-3);
+  // And the whole model is differentiable in float64.
+  ModelConfig d = c;
+  d.pre_ln = false;
+  Generator g3(4);
+  EncoderDecoder tiny(d, g3, DType::Float64);
+  GradcheckResult r = gradcheck(
+      [&](const std::vector<Variable>& in) {
+        return tiny.decoder->forward(in[0], causal_mask(3, 3, DType::Float64), in[1], Tensor());
+      },
+      {randn({1, 3, 8}, g3, DType::Float64), randn({1, 4, 8}, g3, DType::Float64)});
+  EXPECT_TRUE(r.ok) << r.message;
 }
 
 }  // namespace
