@@ -45,19 +45,6 @@ std::string with_commas(uint64_t n) {
   return out;
 }
 
-// The format's own names for gradflow's dtypes.
-std::string_view safetensors_dtype(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return "F32";
-    case DType::Float64:
-      return "F64";
-    case DType::Int64:
-      return "I64";
-  }
-  return "?";
-}
-
 std::string shape_text(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -115,7 +102,7 @@ void print_report(const nn::SafetensorsFile& file, std::optional<uint64_t> file_
     const auto n = static_cast<uint64_t>(tensor.numel());
     parameters += n;
     bytes += n * dtype_size(tensor.dtype());
-    Row row{printable(name), std::string(safetensors_dtype(tensor.dtype())),
+    Row row{printable(name), std::string(nn::safetensors_dtype(tensor.dtype())),
             shape_text(tensor.shape()), with_commas(n)};
     w_name = std::max(w_name, width(row.name));
     w_dtype = std::max(w_dtype, width(row.dtype));

@@ -16,6 +16,18 @@
 
 namespace gradflow::nn {
 
+std::string_view safetensors_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
+    case DType::Int64:
+      return "I64";
+  }
+  return "?";
+}
+
 // Tensor bytes are copied as they lie in memory, which is the file's byte order only on a
 // little-endian machine. A big-endian port would byte-swap each element in encode and decode.
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
@@ -80,21 +92,9 @@ std::string shape_text(const Shape& shape) {
   return out.str();
 }
 
-std::string_view dtype_code(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return "F32";
-    case DType::Float64:
-      return "F64";
-    case DType::Int64:
-      return "I64";
-  }
-  return "?";
-}
-
 std::optional<DType> dtype_of_code(std::string_view code) {
   for (DType d : {DType::Float32, DType::Float64, DType::Int64}) {
-    if (dtype_code(d) == code) return d;
+    if (safetensors_dtype(d) == code) return d;
   }
   return std::nullopt;
 }
@@ -228,8 +228,8 @@ Info read_info(const std::string& name, const json::Value& entry) {
   }
   if (info.end - info.begin != numel * element) {
     reject("tensor ", q, " has data_offsets [", info.begin, ", ", info.end, "] (",
-           info.end - info.begin, " bytes) but dtype ", dtype_code(info.dtype), " and shape ",
-           shape_text(info.shape), " need ", numel * element, " bytes");
+           info.end - info.begin, " bytes) but dtype ", safetensors_dtype(info.dtype),
+           " and shape ", shape_text(info.shape), " need ", numel * element, " bytes");
   }
   return info;
 }
@@ -312,7 +312,7 @@ std::string encode_safetensors(const NamedTensors& tensors, const SafetensorsMet
     const uint64_t end = begin[i] + static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
     json::Array shape(t.shape().begin(), t.shape().end());
     header.emplace_back(tensors[i].first,
-                        json::Object{{"dtype", dtype_code(t.dtype())},
+                        json::Object{{"dtype", safetensors_dtype(t.dtype())},
                                      {"shape", std::move(shape)},
                                      {"data_offsets", json::Array{begin[i], end}}});
   }

@@ -56,6 +56,9 @@ inline constexpr uint64_t kMaxSafetensorsFileBytes = uint64_t{64} << 30;
 // element size, as in the reference writer.
 // REQUIRES (else SafetensorsError): defined tensors; names and metadata keys non-empty, unique,
 // valid UTF-8 and not "__metadata__"; metadata values valid UTF-8.
+// The format's name for a dtype: "F32", "F64" or "I64".
+std::string_view safetensors_dtype(DType dtype);
+
 std::string encode_safetensors(const NamedTensors& tensors,
                                const SafetensorsMetadata& metadata = {});
 
