@@ -141,7 +141,8 @@ Value Parser::parse_document() {
   }
 }
 
-// Reads `"key" :` and the space after it, and appends the member with a null placeholder value.
+// Reads `"key" :` and the space after it, and appends the member with a null value that the
+// caller then overwrites with the parsed value.
 void Parser::read_key(Frame& frame) {
   if (!next_is('"')) unexpected("a string key");
   frame.key_offsets.push_back(pos_);
