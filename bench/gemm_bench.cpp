@@ -36,7 +36,7 @@ int run(int argc, char** argv) {
   args.add_choice("--via", &via, {"cblas", "matmul"}, "call cblas_sgemm or gradflow's matmul");
   args.parse(argc, argv);
 
-  set_blas_threads(threads);
+  openblas_set_num_threads(threads);
   Generator gen(0);
   // Shapes: a, b and c are (n, n), row-major.
   const Tensor a = randn({n, n}, gen), b = randn({n, n}, gen);

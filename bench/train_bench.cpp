@@ -23,7 +23,7 @@
 #include "nn/models.h"
 #include "nn/optim.h"
 #include "tensor/creation.h"
-#include "tensor/matmul.h"
+#include "tensor/parallel.h"
 
 namespace {
 
@@ -116,7 +116,7 @@ int run(int argc, char** argv) {
   for (const auto& [name, field] : fields)
     if (args.seen(name)) w.*field = given.*field;
 
-  set_blas_threads(threads);
+  set_num_threads(threads);
   nn::ModelConfig config;
   config.vocab = w.vocab;
   config.d_model = w.d_model;

@@ -12,7 +12,7 @@
 #include "examples/common/progress.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
-#include "tensor/matmul.h"
+#include "tensor/parallel.h"
 
 using namespace gradflow;
 
@@ -61,7 +61,7 @@ int run(int argc, char** argv) {
   info.part_b.seed = info.seed;
   info.part_b.threads = threads;
   info.part_b.steps = steps > 0 ? steps : full ? 1000 : 400;
-  set_blas_threads(1);  // parallelism comes from running several trainings at once
+  set_num_threads(1);  // parallelism comes from running several trainings at once
 
   std::printf("Part A: attention at initialisation...\n");
   std::fflush(stdout);

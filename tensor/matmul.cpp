@@ -2,7 +2,11 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "tensor/creation.h"
+#include "tensor/parallel.h"
 #include "tensor/strided_loop.h"
 
 namespace gradflow {
@@ -30,14 +34,46 @@ Layout matrix_layout(const Tensor& t) {
   return layout_of(t.shape()[n - 2], t.shape()[n - 1], t.strides()[n - 2], t.strides()[n - 1]);
 }
 
-// C (M, N, row-major, ldc = N) = A (M, K) B (K, N).
+// C (M, N, row-major, leading dimension ldc) = A (M, K) B (K, N).
 template <class T>
-void gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t m, int64_t n, int64_t k) {
+void gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t ldc, int64_t m, int64_t n,
+          int64_t k) {
+  // OpenBLAS runs on the calling thread: matmul splits work over gradflow's
+  // pool instead (see parallel.h). Set once, before the first GEMM.
+  static const bool single_threaded = (openblas_set_num_threads(1), true);
+  (void)single_threaded;
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, n);
+    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, ldc);
   } else {
-    cblas_dgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0, a, la.ld, b, lb.ld, 0.0, c, n);
+    cblas_dgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0, a, la.ld, b, lb.ld, 0.0, c, ldc);
   }
+}
+
+// Where row i of op(A) starts.
+template <class T>
+const T* row_of(const T* a, Layout la, int64_t i) {
+  return la.trans == CblasNoTrans ? a + i * la.ld : a + i;
+}
+
+// Below this many multiply-adds a GEMM is not worth splitting over threads.
+constexpr int64_t kSplitMacs = int64_t{1} << 17;
+// Row blocks are multiples of this. OpenBLAS's Haswell sgemm computes an
+// element of C the same way wherever the rows of a call start, as long as the
+// start is a multiple of its 24-row tile, so cuts at multiples of 96 leave
+// the result bitwise unchanged there (columns cuts do not, so none are made).
+constexpr int64_t kBlock = 96;
+
+// One GEMM, C (M, N) = A (M, K) B (K, N), cut over the pool's threads into
+// blocks of rows of C, each an independent GEMM over the full K.
+template <class T>
+void parallel_gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t m, int64_t n,
+                   int64_t k) {
+  const int64_t blocks = (m + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, kBlock * n * k));
+  parallel_for(blocks, grain, [&](int64_t first, int64_t last) {
+    const int64_t begin = first * kBlock, end = std::min(m, last * kBlock);
+    gemm(row_of(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k);
+  });
 }
 
 void check_matmul(const Tensor& a, const Tensor& b) {
@@ -87,17 +123,33 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     return broadcast_strides(s, st, batch);
   };
   Strides sc(out.strides().begin(), out.strides().end() - 2);
+  // The element offsets of every matrix of the batch, for each operand.
+  std::vector<Offsets<3>> items;
+  items.reserve(static_cast<size_t>(numel_of(batch)));
+  for_each_run<3>(batch, {batch_strides(a), batch_strides(b), sc},
+                  [&](int64_t count, Offsets<3> off, Offsets<3> st) {
+                    for (int64_t i = 0; i < count; ++i)
+                      items.push_back({off[0] + i * st[0], off[1] + i * st[1], off[2] + i * st[2]});
+                  });
+  const auto n_items = static_cast<int64_t>(items.size());
   visit_float(a.dtype(), "matmul", [&](auto zero) {
     using T = decltype(zero);
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* pc = out.data<T>();
-    for_each_run<3>(batch, {batch_strides(a), batch_strides(b), sc},
-                    [&](int64_t count, Offsets<3> off, Offsets<3> st) {
-                      for (int64_t i = 0; i < count; ++i)
-                        gemm(pa + off[0] + i * st[0], la, pb + off[1] + i * st[1], lb,
-                             pc + off[2] + i * st[2], m, n, k);
-                    });
+    if (n_items < num_threads()) {  // few big matrices: cut each one
+      for (const Offsets<3>& o : items)
+        parallel_gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], m, n, k);
+      return;
+    }
+    // Many matrices (attention's batch x heads): whole matrices per thread.
+    const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, m * n * k));
+    parallel_for(n_items, grain, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const Offsets<3>& o = items[static_cast<size_t>(i)];
+        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k);
+      }
+    });
   });
   return out;
 }
@@ -126,7 +178,5 @@ Tensor matmul_reference(const Tensor& a, const Tensor& b) {
       }
   return out.to(a.dtype());
 }
-
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
 
 }  // namespace gradflow

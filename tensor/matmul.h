@@ -4,6 +4,11 @@
 // batch dimensions (...) broadcast. A transposed view is handed to GEMM as a
 // transpose flag with its leading dimension, never copied; only an operand
 // whose last two strides fit neither layout is made contiguous first.
+//
+// OpenBLAS runs single-threaded; the work is split over gradflow's threads
+// (parallel.h): a batch of matrices by whole matrices, one big product by
+// blocks of rows. Either way the result does not depend on the
+// number of threads.
 #pragma once
 
 #include "tensor/tensor.h"
@@ -14,8 +19,5 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 // The plain triple loop, kept beside the fast path as its reference in tests.
 Tensor matmul_reference(const Tensor& a, const Tensor& b);
-
-// Threads OpenBLAS may use for one GEMM (it keeps its own pool).
-void set_blas_threads(int threads);
 
 }  // namespace gradflow

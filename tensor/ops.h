@@ -6,5 +6,6 @@
 #include "tensor/index.h"
 #include "tensor/map.h"
 #include "tensor/matmul.h"
+#include "tensor/parallel.h"
 #include "tensor/reduce.h"
 #include "tensor/tensor.h"

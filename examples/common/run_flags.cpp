@@ -4,7 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "tensor/matmul.h"
+#include "tensor/parallel.h"
 
 namespace gradflow::examples {
 
@@ -102,7 +102,7 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
   if (flags.d_model % flags.heads != 0)
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
                      " must be divisible by --heads " + std::to_string(flags.heads));
-  set_blas_threads(flags.threads);
+  set_num_threads(flags.threads);
   return metadata;
 }
 

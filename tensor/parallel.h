@@ -1,0 +1,62 @@
+// One small pool of threads that every kernel shares, GEMM included.
+//
+// parallel_for(n, grain, fn) splits [0, n) into contiguous chunks and runs
+// fn(begin, end) on each, the calling thread taking a share, and returns when
+// all are done. Every kernel cuts its work so that each item is an
+// independent output (a row, a block of elements, a block of GEMM rows), so
+// how [0, n) is cut changes no bit of the elementwise and row-wise results. A
+// GEMM cut into row blocks is bitwise the same too with OpenBLAS's Haswell
+// kernels; other kernels (SkylakeX's small-matrix path) may round the last
+// bit differently. Hence: bitwise the same at a fixed thread count, and
+// equal to float rounding across thread counts.
+//
+// Why our own pool and not OpenBLAS's: OpenBLAS parallelises one GEMM at a
+// time and its idle threads spin in sched_yield while everything else (the
+// elementwise ops, softmax, layernorm) runs on one core. Here OpenBLAS runs
+// single-threaded and matmul splits its GEMMs over this pool, so the same two
+// threads do all the work and none of them spins while the other computes.
+//
+// Work below `grain` items per thread, a call from inside a parallel_for, and
+// a call while another thread's parallel_for holds the pool (the scaling
+// study trains several models at once) all simply run on the calling thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace gradflow {
+
+// Threads used by parallel_for, the caller included (default 1). Also tells
+// OpenBLAS to use one thread, since matmul parallelises through this pool.
+// REQUIRES: 1 <= threads <= 256; not called while a parallel_for runs.
+void set_num_threads(int threads);
+int num_threads();
+
+namespace detail {
+using ChunkFn = void (*)(const void* ctx, int64_t begin, int64_t end);
+// Runs chunk c of `chunks` (covering [c*n/chunks, (c+1)*n/chunks)) for all c.
+void run_chunks(int64_t n, int64_t chunks, ChunkFn fn, const void* ctx);
+}  // namespace detail
+
+// How many chunks parallel_for cuts n items into.
+inline int64_t parallel_chunks(int64_t n, int64_t grain) {
+  return std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, num_threads());
+}
+
+template <class F>
+void parallel_for(int64_t n, int64_t grain, const F& fn) {
+  if (n <= 0) return;
+  const int64_t chunks = parallel_chunks(n, grain);
+  if (chunks == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  detail::run_chunks(
+      n, chunks,
+      [](const void* ctx, int64_t begin, int64_t end) {
+        (*static_cast<const F*>(ctx))(begin, end);
+      },
+      &fn);
+}
+
+}  // namespace gradflow

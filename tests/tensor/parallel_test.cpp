@@ -1,0 +1,117 @@
+// The thread pool: every item runs exactly once, nested and concurrent calls
+// are safe, and kernels built on it give the same bits at any thread count.
+#include "tensor/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tensor/creation.h"
+#include "tensor/error.h"
+#include "tensor/matmul.h"
+#include "tensor/random.h"
+#include "tests/tensor/testing.h"
+
+namespace gradflow {
+namespace {
+using testing::elements;
+using testing::expect_tensor;
+
+// Restores the default thread count when a test ends, pass or fail.
+struct ThreadsFor {
+  explicit ThreadsFor(int n) { set_num_threads(n); }
+  ~ThreadsFor() { set_num_threads(1); }
+};
+
+TEST(Parallel, EveryItemRunsExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadsFor pool(threads);
+    EXPECT_EQ(num_threads(), threads);
+    for (int64_t n : {1, 2, 7, 100, 10007}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> calls{0};
+      parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+        EXPECT_LT(begin, end);
+        ++calls;
+        for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)], 1) << i;
+      EXPECT_EQ(calls, std::min<int64_t>(n, threads));
+    }
+  }
+}
+
+TEST(Parallel, SmallWorkStaysOnTheCallingThread) {
+  ThreadsFor pool(2);
+  const auto caller = std::this_thread::get_id();
+  int calls = 0;
+  parallel_for(100, 64, [&](int64_t begin, int64_t end) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 100);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(parallel_chunks(100, 64), 1);
+  EXPECT_EQ(parallel_chunks(128, 64), 2);
+}
+
+TEST(Parallel, NestedCallsRunSerially) {
+  ThreadsFor pool(2);
+  std::atomic<int64_t> sum{0};
+  parallel_for(4, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      parallel_for(1000, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+  });
+  EXPECT_EQ(sum, 4000);
+}
+
+TEST(Parallel, CallersOnSeveralThreadsAllFinish) {
+  ThreadsFor pool(2);
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep)
+        parallel_for(64, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total, 4 * 200 * 64);
+}
+
+TEST(Parallel, RejectsABadThreadCount) {
+  EXPECT_THROW(set_num_threads(0), Error);
+  EXPECT_THROW(set_num_threads(257), Error);
+  EXPECT_EQ(num_threads(), 1);
+}
+
+// One big product is cut into blocks of rows, a batch by whole matrices:
+// every thread count gives the product, and a fixed count the same bits.
+TEST(Parallel, MatmulAgreesAtEveryThreadCount) {
+  Generator gen(3);
+  const std::vector<std::pair<Tensor, Tensor>> cases = {
+      {randn({300, 70}, gen), randn({70, 90}, gen)},   // tall
+      {randn({200, 64}, gen), randn({64, 500}, gen)},  // wide
+      {randn({70, 300}, gen).transpose(0, 1), randn({90, 70}, gen).transpose(0, 1)},
+      {randn({6, 5, 33, 17}, gen), randn({6, 5, 17, 29}, gen)},  // a batch
+      {randn({3, 130, 40}, gen), randn({40, 70}, gen)},          // folded stack
+      {randn({2, 200, 64}, gen, DType::Float64), randn({2, 64, 80}, gen, DType::Float64)},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [a, b] = cases[i];
+    const Tensor expected = matmul_reference(a, b);
+    const std::vector<double> want = elements(expected);
+    for (int threads : {1, 2, 3}) {
+      ThreadsFor pool(threads);
+      SCOPED_TRACE("case " + std::to_string(i) + ", " + std::to_string(threads) + " threads");
+      Tensor first = matmul(a, b);
+      expect_tensor(first, expected.shape(), want, 1e-4);
+      EXPECT_EQ(matmul(a, b).to_vector(), first.to_vector());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradflow
