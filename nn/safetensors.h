@@ -53,6 +53,9 @@ inline constexpr size_t kMaxSafetensorsRank = 64;
 // load_safetensors reads no bigger file, so a wrong path (/dev/zero) cannot exhaust memory.
 inline constexpr uint64_t kMaxSafetensorsFileBytes = uint64_t{64} << 30;
 
+// The format's name for a dtype: "F32", "F64" or "I64".
+std::string_view safetensors_dtype(DType dtype);
+
 // The bytes of a safetensors file holding `tensors` (made contiguous when they are not), with
 // their names as keys in the given order. "__metadata__" is written only if `metadata` is not
 // empty. The header is padded with spaces so the data buffer starts at a multiple of 8 bytes,
@@ -61,9 +64,6 @@ inline constexpr uint64_t kMaxSafetensorsFileBytes = uint64_t{64} << 30;
 // REQUIRES (else SafetensorsError): defined tensors of at most kMaxSafetensorsRank dimensions;
 // names and metadata keys non-empty, unique, valid UTF-8 and not "__metadata__"; metadata values
 // valid UTF-8.
-// The format's name for a dtype: "F32", "F64" or "I64".
-std::string_view safetensors_dtype(DType dtype);
-
 std::string encode_safetensors(const NamedTensors& tensors,
                                const SafetensorsMetadata& metadata = {});
 
