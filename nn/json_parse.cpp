@@ -50,7 +50,8 @@ struct Frame {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, size_t max_array_size)
+      : text_(text), max_array_size_(max_array_size) {}
   Value parse_document();
 
  private:
@@ -75,6 +76,7 @@ class Parser {
   void check_duplicate_keys(const Frame& frame) const;
 
   std::string_view text_;
+  size_t max_array_size_;
   size_t pos_ = 0;
 };
 
@@ -93,6 +95,9 @@ Value Parser::parse_document() {
   skip_space();
   while (true) {
     // A value starts at pos_. An opened container loops back here for its first element.
+    if (!stack.empty() && !stack.back().is_object && stack.back().array.size() == max_array_size_) {
+      error("array of more than " + std::to_string(max_array_size_) + " elements", pos_);
+    }
     Value value;
     if (next_is('[') || next_is('{')) {
       const bool is_object = text_[pos_] == '{';
@@ -385,6 +390,8 @@ void Parser::parse_escape(std::string& out) {
 
 }  // namespace
 
-Value parse(std::string_view text) { return Parser(text).parse_document(); }
+Value parse(std::string_view text, size_t max_array_size) {
+  return Parser(text, max_array_size).parse_document();
+}
 
 }  // namespace gradflow::json

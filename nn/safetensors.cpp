@@ -109,6 +109,10 @@ void check_names(const NamedTensors& tensors, const SafetensorsMetadata& metadat
     if (name == kMetadataKey) reject("tensor name '__metadata__' is reserved for the metadata");
     if (!is_utf8(name)) reject("tensor name ", quote(name), " is not valid UTF-8");
     if (!tensor.defined()) reject("tensor ", quote(name), " is undefined");
+    if (tensor.ndim() > static_cast<int64_t>(kMaxSafetensorsRank)) {
+      reject("tensor ", quote(name), " has ", tensor.ndim(), " dimensions, more than the ",
+             kMaxSafetensorsRank, " a file may hold");
+    }
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
@@ -354,7 +358,9 @@ SafetensorsFile decode_safetensors(std::string_view bytes) {
   if (text.front() != '{') reject("header does not start with '{'");
   json::Value root;
   try {
-    root = json::parse(text);  // accepts the trailing spaces that pad the header
+    // Accepts the trailing spaces that pad the header. No array of a valid header is longer than
+    // a shape of kMaxSafetensorsRank sizes.
+    root = json::parse(text, kMaxSafetensorsRank);
   } catch (const json::ParseError& e) {
     reject("cannot parse the header: ", e.what());
   }

@@ -46,19 +46,24 @@ class SafetensorsError : public Error {
 
 // The reference implementation's limit on N: larger headers are refused before being read.
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+// The most dimensions a tensor may have, as in NumPy 2. The header is parsed with this limit on
+// its arrays (shapes and offsets), so that a shape of a million zeros, a valid empty tensor but
+// for the limit, is refused before the parser holds 40 bytes of memory for each 2 bytes of it.
+inline constexpr size_t kMaxSafetensorsRank = 64;
 // load_safetensors reads no bigger file, so a wrong path (/dev/zero) cannot exhaust memory.
 inline constexpr uint64_t kMaxSafetensorsFileBytes = uint64_t{64} << 30;
+
+// The format's name for a dtype: "F32", "F64" or "I64".
+std::string_view safetensors_dtype(DType dtype);
 
 // The bytes of a safetensors file holding `tensors` (made contiguous when they are not), with
 // their names as keys in the given order. "__metadata__" is written only if `metadata` is not
 // empty. The header is padded with spaces so the data buffer starts at a multiple of 8 bytes,
 // and the data of 8-byte dtypes comes before that of F32 so every tensor is aligned to its
 // element size, as in the reference writer.
-// REQUIRES (else SafetensorsError): defined tensors; names and metadata keys non-empty, unique,
-// valid UTF-8 and not "__metadata__"; metadata values valid UTF-8.
-// The format's name for a dtype: "F32", "F64" or "I64".
-std::string_view safetensors_dtype(DType dtype);
-
+// REQUIRES (else SafetensorsError): defined tensors of at most kMaxSafetensorsRank dimensions;
+// names and metadata keys non-empty, unique, valid UTF-8 and not "__metadata__"; metadata values
+// valid UTF-8.
 std::string encode_safetensors(const NamedTensors& tensors,
                                const SafetensorsMetadata& metadata = {});
 

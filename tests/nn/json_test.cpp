@@ -311,6 +311,26 @@ TEST(JsonParse, NestingUpToTheLimit) {
   EXPECT_NE(parse_error("[" + deep_objects + "]").find("nesting"), std::string::npos);
 }
 
+TEST(JsonParse, ArraySizeLimit) {
+  EXPECT_EQ(parse("[1,2,[3,4,5]]", 3), Value(Array{1, 2, Array{3, 4, 5}}));    // each array alone
+  EXPECT_EQ(parse(R"({"a":1,"b":2,"c":3,"d":4})", 3).as_object().size(), 4u);  // not objects
+  EXPECT_EQ(parse("[]", 0), Value(Array{}));
+  const auto error_at = [](std::string_view text, size_t max) {
+    try {
+      parse(text, max);
+    } catch (const ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_at("[1, 2, 3, 4]", 3), "json: array of more than 3 elements at byte 10");
+  EXPECT_EQ(error_at("[[1]]", 0), "json: array of more than 0 elements at byte 1");
+  // Refused at the first element too many, not at the end of the array.
+  std::string zeros = "[0";
+  for (int i = 1; i < 1'000'000; ++i) zeros += ",0";
+  EXPECT_EQ(error_at(zeros + "]", 64), "json: array of more than 64 elements at byte 129");
+}
+
 // Random documents: dump then parse must give back an equal value.
 Value random_value(std::mt19937_64& rng, int depth) {
   const auto pick = [&](uint64_t n) { return rng() % n; };

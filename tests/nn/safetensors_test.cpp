@@ -184,6 +184,22 @@ TEST(Safetensors, RejectsBadShapes) {
   expect_rejected(with_shape("[2]"), "(8 bytes) but dtype F64 and shape (2) need 16 bytes");
 }
 
+TEST(Safetensors, ShapesUpToTheRankLimit) {
+  const auto zeros_shape = [](size_t rank) {
+    std::string shape;
+    for (size_t i = 0; i < rank; ++i) shape += i ? ",0" : "0";
+    return file_of(one(R"("dtype":"F32","shape":[)" + shape + R"(],"data_offsets":[0,0])"));
+  };
+  const SafetensorsFile f = decode_safetensors(zeros_shape(kMaxSafetensorsRank));
+  EXPECT_EQ(f.tensors.at(0).second.shape(), Shape(kMaxSafetensorsRank, 0));
+  expect_rejected(zeros_shape(kMaxSafetensorsRank + 1), "array of more than 64 elements");
+  expect_rejected(zeros_shape(1'000'000), "array of more than 64 elements at byte 157");
+  const Shape ones_64(kMaxSafetensorsRank, 1);
+  EXPECT_EQ(
+      decode_safetensors(encode_safetensors({{"x", ones(ones_64)}})).tensors.at(0).second.shape(),
+      ones_64);
+}
+
 TEST(Safetensors, RejectsBadOffsets) {
   const auto with_offsets = [](const std::string& offsets, size_t data) {
     return file_of(one(R"("dtype":"F32","shape":[1],"data_offsets":)" + offsets), data);
@@ -245,6 +261,9 @@ TEST(Safetensors, RejectsWhatCannotBeWritten) {
   EXPECT_NE(write_error({{"__metadata__", ones({1})}}).find("reserved"), std::string::npos);
   EXPECT_NE(write_error({{"a", Tensor()}}).find("undefined"), std::string::npos);
   EXPECT_NE(write_error({{"\xff", ones({1})}}).find("not valid UTF-8"), std::string::npos);
+  EXPECT_NE(write_error({{"r", ones(Shape(kMaxSafetensorsRank + 1, 1))}})
+                .find("tensor 'r' has 65 dimensions, more than the 64 a file may hold"),
+            std::string::npos);
   EXPECT_NE(write_error({}, {{"k", "1"}, {"k", "2"}}).find("duplicate metadata key 'k'"),
             std::string::npos);
 }
