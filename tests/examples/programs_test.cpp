@@ -1,109 +1,25 @@
 // The training programs end to end, run as a user would (without a shell):
 // help, one-line errors with exit code 2, a tiny run's files, --resume, and
-// Ctrl-C. CMake passes the programs' paths as GRADFLOW_SEQ2SEQ and so on.
+// Ctrl-C. The helpers that run them are in run_program.h.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "tests/examples/run_program.h"
 
+namespace gradflow::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
-const std::string kCharlm = GRADFLOW_CHARLM;
-const std::string kClassify = GRADFLOW_CLASSIFY;
-
-// Small enough that a run takes a moment even under the sanitizers.
-const std::vector<std::string> kTiny = {"--d-model", "16",     "--heads", "2",       "--layers",
-                                        "1",         "--d-ff", "32",      "--batch", "8"};
-
-class ProgramsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("gradflow_programs_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  struct Result {
-    int code = -1;
-    std::string out, err;
-  };
-
-  // Starts the program with stdout and stderr going to files; returns its pid.
-  pid_t spawn(const std::string& program, const std::vector<std::string>& args) {
-    std::vector<std::string> all = {program};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << "cannot start " << program;
-    return pid;
-  }
-  Result wait(pid_t pid) {
-    int status = 0;
-    Result r;
-    if (pid > 0 && waitpid(pid, &status, 0) == pid)
-      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read(path("stdout"));
-    r.err = read(path("stderr"));
-    return r;
-  }
-  Result run(const std::string& program, std::vector<std::string> args,
-             const std::vector<std::string>& more = {}) {
-    args.insert(args.end(), more.begin(), more.end());
-    return wait(spawn(program, args));
-  }
-  static std::string read(const std::string& file) {
-    std::ifstream in(file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  static size_t lines(const std::string& text) {
-    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-  }
-  void expect_usage_error(const std::string& program, const std::vector<std::string>& args) {
-    Result r = run(program, args);
-    std::string cmd = fs::path(program).filename().string();
-    for (const auto& a : args) cmd += " " + a;
-    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << cmd << "\n" << r.err;
-    EXPECT_EQ(r.err.rfind(fs::path(program).filename().string() + ": error: ", 0), 0u)
-        << cmd << "\n"
-        << r.err;
-  }
-
-  fs::path dir_;
-};
+using ProgramsTest = ProgramTest;
 
 TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
   for (const auto& program : {kSeq2seq, kCharlm, kClassify}) {
@@ -202,3 +118,4 @@ TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {
 }
 
 }  // namespace
+}  // namespace gradflow::testing

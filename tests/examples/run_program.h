@@ -1,0 +1,106 @@
+// Runs the training programs as a user would (without a shell), for the
+// tests that drive them end to end. CMake passes the programs' paths as
+// GRADFLOW_SEQ2SEQ, GRADFLOW_CHARLM and GRADFLOW_CLASSIFY.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace gradflow::testing {
+
+inline const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
+inline const std::string kCharlm = GRADFLOW_CHARLM;
+inline const std::string kClassify = GRADFLOW_CLASSIFY;
+
+// Small enough that a run takes a moment even under the sanitizers.
+inline const std::vector<std::string> kTiny = {"--d-model", "16", "--heads", "2", "--layers", "1",
+                                               "--d-ff",    "32", "--batch", "8"};
+
+// A fresh directory per test, removed afterwards; a program's stdout and
+// stderr go to files in it.
+class ProgramTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gradflow_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+            std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  struct Result {
+    int code = -1;
+    std::string out, err;
+  };
+
+  // Starts the program with stdout and stderr going to files; returns its pid.
+  pid_t spawn(const std::string& program, const std::vector<std::string>& args) {
+    std::vector<std::string> all = {program};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(rc, 0) << "cannot start " << program;
+    return pid;
+  }
+  Result wait(pid_t pid) {
+    int status = 0;
+    Result r;
+    if (pid > 0 && waitpid(pid, &status, 0) == pid)
+      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read(path("stdout"));
+    r.err = read(path("stderr"));
+    return r;
+  }
+  Result run(const std::string& program, std::vector<std::string> args,
+             const std::vector<std::string>& more = {}) {
+    args.insert(args.end(), more.begin(), more.end());
+    return wait(spawn(program, args));
+  }
+  static std::string read(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static size_t lines(const std::string& text) {
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  }
+  void expect_usage_error(const std::string& program, const std::vector<std::string>& args) {
+    Result r = run(program, args);
+    std::string name = std::filesystem::path(program).filename().string(), cmd = name;
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind(name + ": error: ", 0), 0u) << cmd << "\n" << r.err;
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace gradflow::testing
