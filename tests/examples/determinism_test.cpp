@@ -6,7 +6,7 @@
 //     samples);
 //   - the same seed and thread count give the same run bitwise, another seed
 //     does not;
-//   - 1 and 2 OpenBLAS threads agree to 1e-5 relative, though not bitwise.
+//   - 1 and 2 threads agree to 1e-5 relative.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,10 +48,9 @@ const std::vector<Program>& tiny_programs() {
   return programs;
 }
 
-// A charlm whose GEMMs OpenBLAS splits between threads. It does so only
-// above M*N*K = 262,144 (64^3; checked with OpenBLAS 0.3.21: a 64x64x64
-// product is bitwise the same at 1 and 2 threads, a 65x64x64 one is not);
-// here every Linear is a (B*T = 256) x 64 x 64 product or larger.
+// A charlm whose products are big enough to be cut over 2 threads (matmul
+// cuts a product into blocks of 96 rows; every Linear here is a (B*T = 256)
+// x 64 x 64 product or larger), and whose elementwise work is split too.
 const Program kThreaded = {kCharlm,
                            {"--d-model", "64", "--heads", "2", "--layers", "1", "--d-ff", "256",
                             "--batch", "8", "--context", "32", "--corpus-chars", "3000"},
@@ -172,11 +171,9 @@ TEST_F(DeterminismTest, SameSeedAndThreadCountGiveTheSameRunBitwise) {
 
 // 1 and 2 threads: the loss, the gradient norm and the evaluations agree to
 // 1e-5 relative at every step of a 20-step run, and the weights per tensor.
-// What was measured (OpenBLAS 0.3.21, 2 cores): the printed losses were even
-// equal (a float loss hides differences below its last bit), the gradient
-// norms differed by up to 3e-8 relative, the weights by up to 3e-7 (relative
-// L2 per tensor). The runs are not bitwise equal, which the test checks too:
-// were they, the GEMMs would have been too small to be split.
+// With OpenBLAS's Haswell kernels the two runs are even bitwise equal (see
+// tensor/parallel.h); other kernels may round a cut product differently, so
+// only agreement to rounding is promised and tested.
 TEST_F(DeterminismTest, OneAndTwoThreadsAgreeTo1e5Relative) {
   const Strings flags = join(
       kThreaded.run_flags, join(kThreaded.session_flags, {"--steps", "20", "--eval-every", "10"}));
@@ -218,8 +215,6 @@ TEST_F(DeterminismTest, OneAndTwoThreadsAgreeTo1e5Relative) {
     }
     EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm)) << name;
   }
-  EXPECT_TRUE(read(one + "/checkpoint.safetensors") != read(two + "/checkpoint.safetensors"))
-      << "1 and 2 threads gave bitwise the same run: OpenBLAS did not split the GEMMs";
 }
 
 }  // namespace

@@ -27,11 +27,11 @@
 #include "tests/nn/safetensors_fuzz_inputs.h"
 
 // ---- operator new, instrumented ----
-// Replacing operator new is global, so this holds for the whole test program: every form forwards
-// to malloc (aligned_alloc) and free, and while g_watching is set the largest request is kept.
-// ASan still checks every access, but in this program it can no longer tell new from malloc, so
-// it misses a delete of new[]'s pointer. Tensor data comes from Storage, not from operator new,
-// and is checked separately.
+// Replacing operator new is global, so this holds for the whole test program (which is why this
+// file is a program of its own): every form forwards to malloc (aligned_alloc) and free, and while
+// g_watching is set the largest request is kept. ASan still checks every access, but in this
+// program it can no longer tell new from malloc, so it misses a delete of new[]'s pointer. Tensor
+// data comes from Storage, not from operator new, and is checked separately.
 namespace {
 std::atomic<bool> g_watching{false};
 std::atomic<size_t> g_largest{0};
