@@ -24,7 +24,11 @@ inline float exp(float x) {
   // Written so that NaN lands on -87 (and the int conversion below stays
   // defined); the NaN itself is returned at the end.
   const float clamped = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f;
-  const float n = __builtin_roundevenf(clamped * 1.44269504f);  // x / ln2
+  // n = round(x / ln2): adding 1.5 * 2^23 pushes the fraction bits out of the
+  // float, and subtracting it back leaves the rounded value (g++ 12 does not
+  // vectorise roundevenf).
+  constexpr float kRound = 12582912.0f;
+  const float n = (clamped * 1.44269504f + kRound) - kRound;
   // r = x - n ln2 in two steps: ln2's high part times n is exact in float.
   const float r = (clamped - n * 0.693145752f) - n * 1.42860677e-6f;
   float p = 1.382942050e-03f;
