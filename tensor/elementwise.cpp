@@ -134,7 +134,7 @@ void add_(Tensor& dst, const Tensor& src) {
     using T = decltype(zero);
     T* d = dst.data<T>();
     const T* s = src.data<T>();
-    for_each_run<2>(dst.shape(), {dst.strides(), ss}, [&](int64_t n, Offsets<2> o, Offsets<2> st) {
+    auto kernel = [&](int64_t n, Offsets<2> o, Offsets<2> st) {
       T* pd = d + o[0];
       const T* ps = s + o[1];
       if (st[0] == 1 && st[1] == 1) {
@@ -142,7 +142,16 @@ void add_(Tensor& dst, const Tensor& src) {
       } else {
         for (int64_t i = 0; i < n; ++i) pd[i * st[0]] += ps[i * st[1]];
       }
-    });
+    };
+    // A dst that repeats an element (a stride 0 from expand) is added to
+    // once per repeat, in order: only then is it left to one thread.
+    bool repeats = false;
+    for (size_t k = 0; k < dst.shape().size(); ++k)
+      repeats = repeats || (dst.strides()[k] == 0 && dst.shape()[k] > 1);
+    if (repeats)
+      for_each_run<2>(dst.shape(), {dst.strides(), ss}, kernel);
+    else
+      parallel_for_each_run<2>(dst.shape(), {dst.strides(), ss}, kernel);
   });
 }
 

@@ -1,10 +1,13 @@
 #include "tensor/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
+#include "tensor/fast_math.h"
+#include "tensor/parallel.h"
 #include "tensor/strided_loop.h"
 
 namespace gradflow {
@@ -35,14 +38,10 @@ Shape drop_ones(const Shape& kept, const Tensor& a, const Axes& axes) {
   return out;
 }
 
-// The sum of `a` over the axes where `kept` has size 1 (kept broadcasts to
-// a's shape), as a tensor of shape `kept` in a's dtype. Partial sums live in
-// float64 whatever the input: adding a million float32 rows one by one into
-// a float32 total loses about 1% (a bias gradient over B*T rows does this).
-// Shape: a is (..., N, ...), the result (..., 1, ...).
-Tensor reduce_sum(const Tensor& a, const Shape& kept) {
-  Tensor total = zeros(kept, DType::Float64);
-  Strides so = broadcast_strides(kept, total.strides(), a.shape());
+// Adds the sums of `a` over the axes where `total` has size 1 into total
+// (float64, of a's shape with those axes set to 1).
+void accumulate_sum(const Tensor& a, Tensor& total) {
+  Strides so = broadcast_strides(total.shape(), total.strides(), a.shape());
   visit_float(a.dtype(), "sum", [&](auto zero) {
     using T = decltype(zero);
     double* o = total.data<double>();
@@ -61,6 +60,34 @@ Tensor reduce_sum(const Tensor& a, const Shape& kept) {
       }
     });
   });
+}
+
+// The sum of `a` over the axes where `kept` has size 1 (kept broadcasts to
+// a's shape), as a tensor of shape `kept` in a's dtype. Partial sums live in
+// float64 whatever the input: adding a million float32 rows one by one into
+// a float32 total loses about 1% (a bias gradient over B*T rows does this).
+// Threads split the longest kept axis, so each output has one owner and is
+// summed in the same order at any thread count.
+// Shape: a is (..., N, ...), the result (..., 1, ...).
+Tensor reduce_sum(const Tensor& a, const Shape& kept) {
+  Tensor total = zeros(kept, DType::Float64);
+  int split = -1;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] > 1 && (split < 0 || kept[i] > kept[static_cast<size_t>(split)]))
+      split = static_cast<int>(i);
+  if (split < 0) {
+    accumulate_sum(a, total);
+  } else {
+    // kept may have fewer axes than a (sum_to): they line up from the right.
+    const int lead = static_cast<int>(a.ndim()) - static_cast<int>(kept.size());
+    const int64_t per_index = a.numel() / kept[static_cast<size_t>(split)];
+    parallel_for(kept[static_cast<size_t>(split)],
+                 std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, per_index)),
+                 [&](int64_t begin, int64_t end) {
+                   Tensor part = total.narrow(split, begin, end - begin);
+                   accumulate_sum(a.narrow(split + lead, begin, end - begin), part);
+                 });
+  }
   return total.to(a.dtype());
 }
 
@@ -136,6 +163,37 @@ Tensor max(const Tensor& a) {
 
 namespace {
 
+// Float rows use the vectorisable exp of fast_math.h, double rows libm's.
+inline float exp_of(float v) { return fast::exp(v); }
+inline double exp_of(double v) { return std::exp(v); }
+
+// One row of softmax (or log_softmax): x and y hold n elements, sx and sy
+// apart.
+template <class T>
+void softmax_row(const T* x, int64_t sx, T* y, int64_t sy, int64_t n, bool log) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  T m = neg_inf;
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j * sx]);
+  if (m == neg_inf) {  // every entry masked: no distribution to speak of
+    for (int64_t j = 0; j < n; ++j) y[j * sy] = log ? neg_inf : T{0};
+    return;
+  }
+  // The exponentials go to y first, in a loop of their own that vectorises;
+  // log_softmax overwrites them below.
+  for (int64_t j = 0; j < n; ++j) y[j * sy] = exp_of(x[j * sx] - m);
+  double total = 0;
+  for (int64_t j = 0; j < n; ++j) total += y[j * sy];
+  if (log) {
+    // (x - m) - log(total), in that order: m + log(total) would round
+    // away log(total) when m is large (log_softmax([1e8, 1e8])).
+    T log_total = static_cast<T>(std::log(total));
+    for (int64_t j = 0; j < n; ++j) y[j * sy] = (x[j * sx] - m) - log_total;
+  } else {
+    T inv = static_cast<T>(1.0 / total);
+    for (int64_t j = 0; j < n; ++j) y[j * sy] *= inv;
+  }
+}
+
 // Shape: x and out are (..., N along axis, ...). `log` picks log_softmax.
 Tensor softmax_impl(const Tensor& a, int64_t axis, bool log, const char* op) {
   int ax = normalize_axis(axis, a.ndim(), op);
@@ -145,32 +203,16 @@ Tensor softmax_impl(const Tensor& a, int64_t axis, bool log, const char* op) {
     const T* x = a.data<T>();
     T* y = out.data<T>();
     const int64_t n = a.shape()[ax], sx = a.strides()[ax], sy = out.strides()[ax];
-    const T neg_inf = -std::numeric_limits<T>::infinity();
-    for_each_row<2>(a.shape(), {a.strides(), out.strides()}, ax, [&](Offsets<2> off) {
-      const T* row = x + off[0];
-      T* res = y + off[1];
-      T m = neg_inf;
-      for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j * sx]);
-      if (m == neg_inf) {  // every entry masked: no distribution to speak of
-        for (int64_t j = 0; j < n; ++j) res[j * sy] = log ? neg_inf : T{0};
-        return;
-      }
-      double total = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        T e = std::exp(row[j * sx] - m);
-        total += e;
-        if (!log) res[j * sy] = e;
-      }
-      if (log) {
-        // (x - m) - log(total), in that order: m + log(total) would round
-        // away log(total) when m is large (log_softmax([1e8, 1e8])).
-        T log_total = static_cast<T>(std::log(total));
-        for (int64_t j = 0; j < n; ++j) res[j * sy] = (row[j * sx] - m) - log_total;
-      } else {
-        T inv = static_cast<T>(1.0 / total);
-        for (int64_t j = 0; j < n; ++j) res[j * sy] *= inv;
-      }
-    });
+    if (ax == a.ndim() - 1 && a.is_contiguous() && n > 0) {  // rows back to back: split them
+      parallel_for(a.numel() / n, std::max<int64_t>(1, kElementwiseGrain / n),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r)
+                       softmax_row(x + r * n, 1, y + r * n, 1, n, log);
+                   });
+      return;
+    }
+    for_each_row<2>(a.shape(), {a.strides(), out.strides()}, ax,
+                    [&](Offsets<2> off) { softmax_row(x + off[0], sx, y + off[1], sy, n, log); });
   });
   return out;
 }

@@ -106,15 +106,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
       using S = decltype(src_zero);
       D* dst = data<D>();
       const S* s = src.data<S>();
-      for_each_run<2>(shape_, {strides_, src_strides}, [&](int64_t n, Offsets<2> o, Offsets<2> st) {
-        D* d = dst + o[0];
-        const S* p = s + o[1];
-        if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(p[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) d[i * st[0]] = static_cast<D>(p[i * st[1]]);
-        }
-      });
+      parallel_for_each_run<2>(shape_, {strides_, src_strides},
+                               [&](int64_t n, Offsets<2> o, Offsets<2> st) {
+                                 D* d = dst + o[0];
+                                 const S* p = s + o[1];
+                                 if (st[0] == 1 && st[1] == 1) {
+                                   for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(p[i]);
+                                 } else {
+                                   for (int64_t i = 0; i < n; ++i)
+                                     d[i * st[0]] = static_cast<D>(p[i * st[1]]);
+                                 }
+                               });
     });
   });
   return *this;
@@ -125,7 +127,7 @@ Tensor& Tensor::fill_(double value) {
     using T = decltype(zero);
     T v = static_cast<T>(value);
     T* base = data<T>();
-    for_each_run<1>(shape_, {strides_}, [&](int64_t n, Offsets<1> o, Offsets<1> st) {
+    parallel_for_each_run<1>(shape_, {strides_}, [&](int64_t n, Offsets<1> o, Offsets<1> st) {
       T* d = base + o[0];
       for (int64_t i = 0; i < n; ++i) d[i * st[0]] = v;
     });

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "tensor/creation.h"
+#include "tensor/elementwise.h"
 #include "tensor/error.h"
 #include "tensor/matmul.h"
 #include "tensor/random.h"
+#include "tensor/reduce.h"
 #include "tests/tensor/testing.h"
 
 namespace gradflow {
@@ -85,6 +87,44 @@ TEST(Parallel, RejectsABadThreadCount) {
   EXPECT_THROW(set_num_threads(0), Error);
   EXPECT_THROW(set_num_threads(257), Error);
   EXPECT_EQ(num_threads(), 1);
+}
+
+// The elementwise, reduction and softmax kernels split big tensors over the
+// pool, runs cut anywhere: the same bits as on one thread, for contiguous,
+// transposed, strided and broadcast operands alike.
+TEST(Parallel, KernelsAreBitwiseTheSameAtAnyThreadCount) {
+  Generator gen(5);
+  const Tensor big = randn({3, 190, 257}, gen);             // 146,490 elements
+  const Tensor t = randn({257, 190}, gen).transpose(0, 1);  // (190, 257), transposed
+  const Tensor row = randn({257}, gen);
+  const Tensor strided = randn({3, 380, 257}, gen).slice(1, 0, 380, 2);
+  auto all = [&] {
+    std::vector<Tensor> out = {
+        add(big, t),                  // broadcast over the leading axis
+        mul(strided, row),            // strided and a broadcast row
+        gelu(t),                      // unary on a transposed view
+        where(gt(big, 0.0), big, t),  // ternary
+        sum(big, {1}),                // reduce a middle axis
+        sum(big, {0, 2}, true),       // reduce outer and inner
+        sum_to(big, {190, 1}),        // sum_to with fewer axes
+        softmax(big, -1),             // rows back to back
+        softmax(big, 1),              // rows across the tensor
+        log_softmax(t, -1),           // non-contiguous rows
+        t.contiguous(),               // copy_ from a transposed view
+    };
+    Tensor acc = big.clone();
+    add_(acc, strided);
+    out.push_back(acc);
+    out.push_back(Tensor::empty({3, 190, 257}).fill_(0.25));
+    return out;
+  };
+  const std::vector<Tensor> one = all();
+  for (int threads : {2, 3}) {
+    ThreadsFor pool(threads);
+    const std::vector<Tensor> many = all();
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_EQ(many[i].to_vector(), one[i].to_vector()) << "kernel " << i << ", " << threads;
+  }
 }
 
 // One big product is cut into blocks of rows, a batch by whole matrices:
