@@ -62,8 +62,8 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     seed = grad_output;
   }
 
-  std::unordered_map<VariableImpl*, Tensor> pending{{impl_.get(), seed}};
-  for (VariableImpl* v : topological_order(impl_.get())) {
+  std::unordered_map<VariableImpl*, Tensor> pending{{get(), seed}};
+  for (VariableImpl* v : topological_order(get())) {
     auto it = pending.find(v);
     if (it == pending.end()) continue;
     Tensor g = std::move(it->second);
@@ -91,13 +91,13 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     for (size_t i = 0; i < grads.size(); ++i) {
       VariableImpl* input = node.inputs[i].get();
       if (!input || !grads[i].defined()) continue;
-      if (grads[i].shape() != input->data.shape())
+      if (grads[i].shape() != input->shape)
         fail("backward of '", node.name, "': gradient of shape ", shape_str(grads[i].shape()),
-             " for input ", i, " of shape ", shape_str(input->data.shape()));
+             " for input ", i, " of shape ", shape_str(input->shape));
       if (detect_anomaly() && !all_finite(grads[i]))
         fail("anomaly: the backward of '", node.name,
              "' produced NaN or Inf in the gradient of input ", i, " (shape ",
-             shape_str(input->data.shape()), ")");
+             shape_str(input->shape), ")");
       auto [slot, fresh] = pending.try_emplace(input, grads[i]);
       if (!fresh) slot->second = add(slot->second, grads[i]);
     }

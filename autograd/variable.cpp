@@ -24,19 +24,22 @@ Node::~Node() {
   }
 }
 
-Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+Variable::Variable(Tensor data, bool requires_grad) {
   if (!data.defined()) fail("Variable: undefined tensor");
   if (requires_grad && data.dtype() == DType::Int64)
     fail("Variable: only floating tensors can require grad, got int64");
-  impl_->data = std::move(data);
-  impl_->requires_grad = requires_grad;
+  auto impl = std::make_shared<VariableImpl>();
+  impl->shape = data.shape();
+  impl->data = std::move(data);
+  impl->requires_grad = requires_grad;
+  handle_ = std::make_shared<Handle>(std::move(impl));
 }
 
 Variable& Variable::set_requires_grad(bool on) {
   if (!is_leaf()) fail("set_requires_grad: only leaves can change it; use detach() to cut a graph");
   if (on && dtype() == DType::Int64)
     fail("set_requires_grad: only floating tensors can require grad, got int64");
-  impl_->requires_grad = on;
+  get()->requires_grad = on;
   return *this;
 }
 

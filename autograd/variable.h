@@ -41,7 +41,12 @@ struct Node {
 };
 
 struct VariableImpl {
+  // An intermediate result's data is released when the last Variable handle
+  // to it goes, even while the graph still holds this record (for its
+  // gradient): backward formulas keep the tensors they need themselves, so
+  // the graph holds no activation that no formula uses.
   Tensor data;
+  Shape shape;  // data's shape, still known after the data is released
   Tensor grad;
   bool requires_grad = false;
   bool retain_grad = false;
@@ -54,40 +59,52 @@ class Variable {
   Variable() = default;  // undefined
   explicit Variable(Tensor data, bool requires_grad = false);
 
-  bool defined() const { return impl_ != nullptr; }
-  const Tensor& data() const { return impl_->data; }
-  const Shape& shape() const { return impl_->data.shape(); }
-  DType dtype() const { return impl_->data.dtype(); }
-  int64_t ndim() const { return impl_->data.ndim(); }
-  int64_t size(int64_t axis) const { return impl_->data.size(axis); }
-  int64_t numel() const { return impl_->data.numel(); }
-  double item() const { return impl_->data.item(); }
+  bool defined() const { return handle_ != nullptr; }
+  const Tensor& data() const { return get()->data; }
+  const Shape& shape() const { return get()->data.shape(); }
+  DType dtype() const { return get()->data.dtype(); }
+  int64_t ndim() const { return get()->data.ndim(); }
+  int64_t size(int64_t axis) const { return get()->data.size(axis); }
+  int64_t numel() const { return get()->data.numel(); }
+  double item() const { return get()->data.item(); }
 
   // The accumulated gradient; undefined until a backward reaches it.
-  const Tensor& grad() const { return impl_->grad; }
-  void set_grad(Tensor grad) { impl_->grad = std::move(grad); }
-  void zero_grad() { impl_->grad = Tensor(); }
+  const Tensor& grad() const { return get()->grad; }
+  void set_grad(Tensor grad) { get()->grad = std::move(grad); }
+  void zero_grad() { get()->grad = Tensor(); }
 
-  bool requires_grad() const { return impl_->requires_grad; }
+  bool requires_grad() const { return get()->requires_grad; }
   Variable& set_requires_grad(bool on);  // REQUIRES: a leaf
-  bool is_leaf() const { return impl_->grad_fn == nullptr; }
-  void retain_grad() { impl_->retain_grad = true; }
-  void register_hook(GradHook hook) { impl_->hooks.push_back(std::move(hook)); }
+  bool is_leaf() const { return get()->grad_fn == nullptr; }
+  void retain_grad() { get()->retain_grad = true; }
+  void register_hook(GradHook hook) { get()->hooks.push_back(std::move(hook)); }
   // Name of the op that made this Variable, "" for a leaf.
-  std::string grad_fn_name() const { return impl_->grad_fn ? impl_->grad_fn->name : ""; }
+  std::string grad_fn_name() const { return get()->grad_fn ? get()->grad_fn->name : ""; }
 
   // Same data, cut from the graph: no gradient flows through it.
-  Variable detach() const { return Variable(impl_->data, false); }
+  Variable detach() const { return Variable(get()->data, false); }
 
   // Back-propagates from this Variable. With no argument it must be a single
   // element (the gradient is 1); otherwise grad_output has its shape. The
   // graph's saved tensors are freed afterwards unless retain_graph is set.
   void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
 
-  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+  const std::shared_ptr<VariableImpl>& impl() const { return handle_->impl; }
 
  private:
-  std::shared_ptr<VariableImpl> impl_;
+  // What user code holds; the graph holds the VariableImpl directly. When
+  // the last handle goes, a non-leaf's data is released (see VariableImpl).
+  struct Handle {
+    std::shared_ptr<VariableImpl> impl;
+    explicit Handle(std::shared_ptr<VariableImpl> i) : impl(std::move(i)) {}
+    ~Handle() {
+      if (impl->grad_fn) impl->data = Tensor();
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+  };
+  VariableImpl* get() const { return handle_->impl.get(); }
+  std::shared_ptr<Handle> handle_;
 };
 
 // Records an op's result. When gradient mode is on and some input requires

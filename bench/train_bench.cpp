@@ -103,7 +103,12 @@ int run(int argc, char** argv) {
   args.add("--warmup", &warmup, "untimed steps first").min(0);
   args.add("--seed", &seed, "seed of the weights and the token batches").min(0);
   int threads = 2;
-  args.add("--threads", &threads, "OpenBLAS threads").min(1).max(256);
+  args.add("--threads", &threads, "threads (gradflow's pool; OpenBLAS runs inside it)")
+      .min(1)
+      .max(256);
+  bool memory = false;
+  args.add_flag("--memory", &memory,
+                "also print, on stderr, the tensor memory: peak held at once and cached");
   args.parse(argc, argv);
 
   Workload w = named_workload(workload);
@@ -173,6 +178,14 @@ int run(int argc, char** argv) {
       "peak_rss_mb=%.0f\n",
       workload.c_str(), static_cast<long long>(model->num_parameters()), steps_per_s, tokens_per_s,
       step_flops(w) * steps_per_s / 1e9, peak_rss_mb());
+  if (memory) {
+    const MemoryStats m = memory_stats();
+    std::fprintf(
+        stderr,
+        "tensor memory: peak %.1f MB held at once, %.1f MB cached, %llu blocks from the system\n",
+        static_cast<double>(m.peak_live_bytes) / 1e6, static_cast<double>(m.cached_bytes) / 1e6,
+        static_cast<unsigned long long>(m.system_allocations));
+  }
   return 0;
 }
 

@@ -62,6 +62,29 @@ TEST(Engine, IntermediatesKeepNoGradUnlessRetained) {
   EXPECT_EQ(y.grad_fn_name(), "mul");
 }
 
+// The graph keeps no activation for its own sake: once no Variable handle
+// holds an intermediate, its data goes (only formulas that need a tensor keep
+// it), and the gradient still flows through it.
+TEST(Engine, AnIntermediatesDataGoesWithItsLastHandle) {
+  Variable x(dense({1000}), true);
+  std::shared_ptr<VariableImpl> middle;
+  Variable z;
+  {
+    Variable y = x + 1.0;  // add keeps nothing for its backward
+    middle = y.impl();
+    z = y * 2.0;
+    EXPECT_TRUE(middle->data.defined());  // y still holds it
+  }
+  EXPECT_FALSE(middle->data.defined());
+  EXPECT_EQ(middle->shape, Shape{1000});
+  sum(z).backward();
+  EXPECT_EQ(x.grad().to_vector(), std::vector<double>(1000, 2.0));
+  // A leaf keeps its data whoever holds it.
+  std::shared_ptr<VariableImpl> leaf = x.impl();
+  x = Variable();
+  EXPECT_TRUE(leaf->data.defined());
+}
+
 TEST(Engine, HooksSeeAndReplaceGradients) {
   Variable x = scalar_var(2);
   Variable y = x * 3.0;
