@@ -55,6 +55,14 @@ MaxVariable max(const Variable& x, int64_t axis, bool keepdim = false);
 Variable softmax(const Variable& x, int64_t axis);      // dx = y (g - sum(g y))
 Variable log_softmax(const Variable& x, int64_t axis);  // dx = g - softmax(x) sum(g)
 
+// ---- norm.cpp: LayerNorm over the last axis, fused ------------------------
+// (x - mean) / sqrt(var + eps) * weight + bias over the last axis, var the
+// biased variance (as PyTorch). x is (..., C); weight and bias are (C) or
+// undefined (1 and 0). With xhat the normalised x and g = dy * weight:
+// dx = (g - mean(g) - xhat mean(g xhat)) / sqrt(var + eps), dweight = sum(dy xhat),
+// dbias = sum(dy), the sums over every axis but the last.
+Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
+
 // ---- matmul.cpp: (..., M, K) @ (..., K, N) -> (..., M, N) ------------------
 Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T g
 
