@@ -1,5 +1,5 @@
 // Sums and maxima along one contiguous row, for the fused row-wise kernels
-// (tensor/norm.cpp).
+// (tensor/norm.cpp, tensor/masked_softmax.cpp).
 //
 // Why lanes: a single running total `s += v[i]` is one long chain of
 // dependent additions, and without -ffast-math g++ may not reorder it, so it

@@ -134,12 +134,6 @@ TEST(LayerNormFused, HardRowsMatchComposed) {
   }
 }
 
-// Sets the pool's size for one test and puts it back to 1, pass or fail.
-struct ThreadsFor {
-  explicit ThreadsFor(int n) { set_num_threads(n); }
-  ~ThreadsFor() { set_num_threads(1); }
-};
-
 TEST(LayerNormFused, SameBitsAtOneTwoAndThreeThreads) {
   // Large enough that forward and backward both cut the rows into 3 chunks.
   for (DType dtype : {DType::Float32, DType::Float64}) {
