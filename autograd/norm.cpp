@@ -18,7 +18,8 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
   const bool need_x = x.requires_grad();
   const bool need_w = weight.defined() && weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
-  // Backward keeps x (which the graph holds anyway), mean and rstd: (R) each.
+  // Backward keeps x, mean and rstd ((R) each), as llm.c does, and recomputes
+  // xhat from them rather than keeping a second (R, C) tensor.
   return make_result(
       f.y, "layer_norm", {x, weight, bias},
       [xc, w, mean = f.mean, rstd = f.rstd, need_x, need_w, need_b](const Tensor& g) {
