@@ -36,9 +36,11 @@ struct ScaleMode {
   double value(int64_t d_k) const;
 };
 
-// What the study looks at, recorded without changing the computation. The
-// Variables are the live graph nodes: a gradient hook registered on them
-// before backward sees the gradient at the scores.
+// What the study looks at. The Variables are the live graph nodes: a
+// gradient hook registered on them before backward sees the gradient at the
+// scores. Recording them changes the result only by rounding: with a probe
+// (or a learned scale) the weights come from the composed mul, masked_fill
+// and softmax, without one from the fused scaled_masked_softmax.
 struct AttentionProbe {
   Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
   Variable weights;  // softmax output, (B, H, T, S)

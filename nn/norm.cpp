@@ -5,17 +5,6 @@
 
 namespace gradflow::nn {
 
-Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps) {
-  check_last_axis("layer_norm", x, weight.numel());
-  Variable centered = x - mean(x, {-1}, true);
-  Variable variance = mean(centered * centered, {-1}, true);
-  // Subtracting the mean first keeps rows like 256 copies of 1234.0 exact:
-  // the centred values are 0, not the difference of two large numbers.
-  Variable normalized = centered * pow(variance + eps, -0.5);
-  Variable y = normalized * weight;
-  return bias.defined() ? y + bias : y;
-}
-
 Variable rms_norm(const Variable& x, const Variable& weight, double eps) {
   check_last_axis("rms_norm", x, weight.numel());
   return x * pow(mean(x * x, {-1}, true) + eps, -0.5) * weight;

@@ -8,8 +8,11 @@
 namespace gradflow::nn {
 
 // (x - mean) / sqrt(var + eps) * weight + bias over the last axis, with the
-// biased variance (as PyTorch). Composed from autograd ops.
-Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
+// biased variance (as PyTorch): the fused autograd op (autograd/norm.cpp).
+// A using-declaration, not a wrapper: a second function of the same
+// signature here would make every call with Variables ambiguous, since
+// argument-dependent lookup also finds gradflow::layer_norm.
+using gradflow::layer_norm;
 // x / sqrt(mean(x^2) + eps) * weight over the last axis.
 Variable rms_norm(const Variable& x, const Variable& weight, double eps);
 

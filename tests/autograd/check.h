@@ -46,6 +46,15 @@ inline Tensor positive(const Shape& shape) {
     EXPECT_TRUE(r_.ok) << r_.message;                                    \
   } while (0)
 
+// Sets the pool's size for one scope and puts it back to 1, pass or fail:
+// for the tests that compare results across thread counts.
+struct ThreadsFor {
+  explicit ThreadsFor(int n) { set_num_threads(n); }
+  ~ThreadsFor() { set_num_threads(1); }
+  ThreadsFor(const ThreadsFor&) = delete;
+  ThreadsFor& operator=(const ThreadsFor&) = delete;
+};
+
 inline void expect_near_vec(const Tensor& t, const std::vector<double>& expected,
                             double tol = 1e-6) {
   std::vector<double> v = t.to_vector();

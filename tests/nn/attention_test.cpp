@@ -1,10 +1,12 @@
 // scaled_dot_product_attention against a naive loop in double for every scale
 // mode and mask kind; gradient checks; fully masked queries; ScaleMode
-// parsing; the probe and a gradient hook at the logits.
+// parsing; the probe and a gradient hook at the logits; the fused path (no
+// probe, fixed scale) against the composed one.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "nn/attention.h"
 #include "tests/nn/attention_reference.h"
@@ -117,6 +119,38 @@ TEST(Attention, FullyMaskedQueryGivesZeroOutputAndZeroGradients) {
   EXPECT_NE(q.grad().select(0, 0).select(0, 0).select(0, 2).to_vector(), std::vector<double>(D, 0));
 }
 
+TEST(Attention, FusedPathMatchesTheComposedPath) {
+  // Without a probe and with a fixed scale the weights come from the fused
+  // scaled_masked_softmax; with a probe, from mul, masked_fill and softmax.
+  // Same values and gradients, in float32 and float64, for every mask kind
+  // (the last hides every key of batch 1). S = 9 keys so that the rows have
+  // more entries than the kernels' eight partial sums.
+  const int64_t s9 = 9;
+  Tensor all_of_b1 = zeros({B, 1, 1, s9}, DType::Float64);
+  for (int64_t j = 0; j < s9; ++j) all_of_b1.set({1, 0, 0, j}, 1);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double tol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+    Tensor q = dense({B, H, T, D}).to(dtype), k = dense({B, H, s9, D}).to(dtype),
+           v = dense({B, H, s9, Dv}).to(dtype), r = dense({B, H, T, Dv}).to(dtype);
+    for (const Tensor& mask : {Tensor(), causal_mask(T, s9, dtype, s9 - T), all_of_b1}) {
+      std::vector<Tensor> results;
+      for (bool with_probe : {false, true}) {
+        Variable vq(q, true), vk(k, true), vv(v, true);
+        AttentionProbe probe;
+        Variable out = scaled_dot_product_attention(vq, vk, vv, mask, 0.45, Variable(),
+                                                    with_probe ? &probe : nullptr);
+        sum(out * Variable(r)).backward();
+        for (const Tensor& t : {out.data(), vq.grad(), vk.grad(), vv.grad()}) results.push_back(t);
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        expect_close(results[i], results[i + 4], tol,
+                     "output and q, k, v gradients " + std::to_string(i));
+        expect_all_finite(results[i], "fused");
+      }
+    }
+  }
+}
+
 TEST(Attention, RejectsMismatchedShapes) {
   Variable q(dense({1, 1, 3, 4})), k(dense({1, 1, 5, 4})), v(dense({1, 1, 5, 2}));
   EXPECT_NO_THROW(scaled_dot_product_attention(q, k, v, Tensor(), 1.0));
@@ -172,7 +206,8 @@ TEST(AttentionProbe, RecordsLogitsAndWeightsWithoutChangingTheOutput) {
                                                  Variable(), &probe);
     Variable without =
         scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4);
-    EXPECT_EQ(with.data().to_vector(), without.data().to_vector());
+    // Equal to rounding: without the probe the fused kernel computes the weights.
+    expect_close(with.data(), without.data(), 1e-14);
     Naive ref = naive_attention(q, k, v, mask, 0.4);
     ASSERT_EQ(probe.logits.shape(), (Shape{B, H, T, S}));
     ASSERT_EQ(probe.weights.shape(), (Shape{B, H, T, S}));
