@@ -59,6 +59,10 @@ Variable log_softmax(const Variable& x, int64_t axis);  // dx = g - softmax(x) s
 // hidden) is undefined or broadcasts to scores' shape; a fully masked row
 // gives zeros. dscores = scale y (g - sum(g y)), 0 at masked entries.
 Variable scaled_masked_softmax(const Variable& scores, double scale, const Tensor& mask);
+// matmul(scaled_masked_softmax(matmul(q, k^T), scale, mask), v), keeping only
+// q, k and v: the backward recomputes the (..., T, S) weights (attention.cpp).
+Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
+                         const Tensor& mask);
 
 // ---- norm.cpp: LayerNorm over the last axis, fused ------------------------
 // (x - mean) / sqrt(var + eps) * weight + bias over the last axis, var the
@@ -70,6 +74,9 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
 
 // ---- matmul.cpp: (..., M, K) @ (..., K, N) -> (..., M, N) ------------------
 Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T g
+// matmul(gelu(h), w) for a 2-D w, recomputing gelu(h) in the backward
+// instead of keeping it (a feed-forward's memory). REQUIRES: w is 2-D.
+Variable gelu_matmul(const Variable& h, const Variable& w);
 
 // ---- index.cpp ----------------------------------------------------------
 Variable index_select(const Variable& x, int64_t axis, const Tensor& index);

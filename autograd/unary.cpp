@@ -6,7 +6,6 @@
 
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
-#include "tensor/fast_math.h"
 #include "tensor/map.h"
 
 namespace gradflow {
@@ -59,19 +58,8 @@ Variable relu(const Variable& x) {
 
 Variable gelu(const Variable& x) {
   const Tensor xd = x.data();
-  return make_result(gelu(xd), "gelu", {x}, [xd](const Tensor& g) {
-    // d/dx x Phi(x) = Phi(x) + x phi(x), in one pass with the multiply by g.
-    return std::vector<Tensor>{map_binary(g, xd, "gelu_backward", [](auto p, auto v) {
-      using T = decltype(v);
-      const T z = v * T(std::numbers::sqrt2 / 2);
-      const T inv_sqrt_2pi = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-      if constexpr (std::is_same_v<T, float>) {  // vectorises; see tensor/fast_math.h
-        return p * (0.5f * (1 + fast::erf(z)) + v * fast::exp(-z * z) * inv_sqrt_2pi);
-      } else {
-        return p * (0.5 * (1 + std::erf(z)) + v * std::exp(-z * z) * inv_sqrt_2pi);
-      }
-    })};
-  });
+  return make_result(gelu(xd), "gelu", {x},
+                     [xd](const Tensor& g) { return std::vector<Tensor>{gelu_backward(g, xd)}; });
 }
 
 }  // namespace gradflow

@@ -157,8 +157,10 @@ int run(int argc, char** argv) {
   const Tensor y = randint(0, w.vocab, {w.batch, w.seq}, gen);
   double last_loss = 0;
   auto step = [&] {
-    Variable loss = nn::cross_entropy(forward(src, tgt), y);
+    // zero_grad first, as a training loop usually goes: the last step's
+    // gradients are then not held through this step's forward.
     opt.zero_grad();
+    Variable loss = nn::cross_entropy(forward(src, tgt), y);
     loss.backward();
     opt.step();
     last_loss = loss.data().item();

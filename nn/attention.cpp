@@ -84,14 +84,15 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     fail(
         "scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+  if (!probe && !scale.defined()) {
+    // One kernel for scale, mask and softmax, and no (T, S) tensor kept for
+    // the backward, which recomputes the weights. The study's probe needs the
+    // logits as a live graph node, and a learned scale its gradient: those
+    // take the composed path below.
+    return fused_attention(q, k, v, fixed_scale, mask);
+  }
   // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
   Variable scores = matmul(q, transpose(k, -1, -2));
-  if (!probe && !scale.defined()) {
-    // One kernel for scale, mask and softmax, and only the weights kept for
-    // backward. The study's probe needs the logits as a live graph node, and
-    // a learned scale its gradient: those take the composed path below.
-    return matmul(scaled_masked_softmax(scores, fixed_scale, mask), v);
-  }
   Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;
   Variable weights;
   if (mask.defined()) {

@@ -76,6 +76,20 @@ Tensor gelu(const Tensor& a) {
   });
 }
 
+Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
+  // d/dx x Phi(x) = Phi(x) + x phi(x), in one pass with the multiply by grad.
+  return map_binary(grad, x, "gelu_backward", [](auto p, auto v) {
+    using T = decltype(v);
+    const T z = v * T(std::numbers::sqrt2 / 2);
+    const T inv_sqrt_2pi = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    if constexpr (std::is_same_v<T, float>) {  // vectorises; see fast_math.h
+      return p * (0.5f * (1 + fast::erf(z)) + v * fast::exp(-z * z) * inv_sqrt_2pi);
+    } else {
+      return p * (0.5 * (1 + std::erf(z)) + v * std::exp(-z * z) * inv_sqrt_2pi);
+    }
+  });
+}
+
 namespace {
 template <class Pred>
 Tensor compare(const Tensor& a, const Tensor& b, const char* op, Pred pred) {

@@ -27,6 +27,8 @@ Tensor tanh(const Tensor& a);
 Tensor pow(const Tensor& a, double exponent);
 Tensor relu(const Tensor& a);
 Tensor gelu(const Tensor& a);  // x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+// grad * gelu'(x), the backward of gelu in one pass.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x);
 Tensor abs(const Tensor& a);
 
 Tensor eq(const Tensor& a, const Tensor& b);
