@@ -34,10 +34,60 @@ Layout matrix_layout(const Tensor& t) {
   return layout_of(t.shape()[n - 2], t.shape()[n - 1], t.strides()[n - 2], t.strides()[n - 1]);
 }
 
-// C (M, N, row-major, leading dimension ldc) = A (M, K) B (K, N).
+// At or below this many multiply-adds a product is computed by small_gemm:
+// attention's per-head products in a small model (16 x 16 x 16) cost
+// OpenBLAS a microsecond or two each in setup, packing and locks, several
+// times the arithmetic.
+constexpr int64_t kSmallMacs = int64_t{1} << 15;
+
+// C (M, N) = A (M, K) B (K, N) as plain loops, in tiles of 4 rows by 16
+// columns of C held in registers: for each k, the tile gains A(i, k) times
+// row k of B, a 16-wide multiply-add g++ vectorises. B is first copied into a
+// row-major buffer padded with zeros to whole tiles, which also undoes a
+// transpose. Every element sums over k in order, whatever the tiling.
+template <class T>
+void small_gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t ldc, int64_t m,
+                int64_t n, int64_t k) {
+  constexpr int64_t kRows = 4, kCols = 16;
+  const int64_t np = (n + kCols - 1) / kCols * kCols;
+  thread_local std::vector<T> padded;  // per thread: matmul runs these in parallel
+  padded.assign(static_cast<size_t>(k * np), T{0});
+  const int64_t b_row = lb.trans == CblasNoTrans ? lb.ld : 1;
+  const int64_t b_col = lb.trans == CblasNoTrans ? 1 : lb.ld;
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j)
+      padded[static_cast<size_t>(p * np + j)] = b[p * b_row + j * b_col];
+  const int64_t a_row = la.trans == CblasNoTrans ? la.ld : 1;
+  const int64_t a_col = la.trans == CblasNoTrans ? 1 : la.ld;
+  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+    const int64_t rows = std::min(kRows, m - i0);
+    for (int64_t j0 = 0; j0 < np; j0 += kCols) {
+      T acc[kRows][kCols] = {};
+      for (int64_t p = 0; p < k; ++p) {
+        const T* in = padded.data() + p * np + j0;
+        T x[kRows];
+        for (int64_t r = 0; r < kRows; ++r)
+          x[r] = r < rows ? a[(i0 + r) * a_row + p * a_col] : T{0};
+        for (int64_t r = 0; r < kRows; ++r)
+          for (int64_t j = 0; j < kCols; ++j) acc[r][j] += x[r] * in[j];
+      }
+      const int64_t cols = std::min(kCols, n - j0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) c[(i0 + r) * ldc + j0 + j] = acc[r][j];
+    }
+  }
+}
+
+// C (M, N, row-major, leading dimension ldc) = A (M, K) B (K, N). `small`
+// is decided on the whole product, not a block of it, so that a product
+// takes the same path at every thread count.
 template <class T>
 void gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t ldc, int64_t m, int64_t n,
-          int64_t k) {
+          int64_t k, bool small) {
+  if (small) {
+    small_gemm(a, la, b, lb, c, ldc, m, n, k);
+    return;
+  }
   // OpenBLAS runs on the calling thread: matmul splits work over gradflow's
   // pool instead (see parallel.h). Set once, before the first GEMM.
   static const bool single_threaded = (openblas_set_num_threads(1), true);
@@ -68,11 +118,12 @@ constexpr int64_t kBlock = 96;
 template <class T>
 void parallel_gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t m, int64_t n,
                    int64_t k) {
+  const bool small = m * n * k <= kSmallMacs;
   const int64_t blocks = (m + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, kBlock * n * k));
   parallel_for(blocks, grain, [&](int64_t first, int64_t last) {
     const int64_t begin = first * kBlock, end = std::min(m, last * kBlock);
-    gemm(row_of(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k);
+    gemm(row_of(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, small);
   });
 }
 
@@ -143,11 +194,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       return;
     }
     // Many matrices (attention's batch x heads): whole matrices per thread.
+    const bool small = m * n * k <= kSmallMacs;
     const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, m * n * k));
     parallel_for(n_items, grain, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
         const Offsets<3>& o = items[static_cast<size_t>(i)];
-        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k);
+        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k, small);
       }
     });
   });
