@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "tensor/creation.h"
@@ -59,19 +60,36 @@ void small_gemm(const T* a, Layout la, const T* b, Layout lb, T* c, int64_t ldc,
       padded[static_cast<size_t>(p * np + j)] = b[p * b_row + j * b_col];
   const int64_t a_row = la.trans == CblasNoTrans ? la.ld : 1;
   const int64_t a_col = la.trans == CblasNoTrans ? 1 : la.ld;
-  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-    const int64_t rows = std::min(kRows, m - i0);
+  // A as row-major (M, K) too, with rows padded to a whole tile.
+  const int64_t mp = (m + kRows - 1) / kRows * kRows;
+  thread_local std::vector<T> rows_of_a;
+  rows_of_a.assign(static_cast<size_t>(mp * k), T{0});
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      rows_of_a[static_cast<size_t>(i * k + p)] = a[i * a_row + p * a_col];
+  for (int64_t i0 = 0; i0 < mp; i0 += kRows) {
     for (int64_t j0 = 0; j0 < np; j0 += kCols) {
-      T acc[kRows][kCols] = {};
-      for (int64_t p = 0; p < k; ++p) {
-        const T* in = padded.data() + p * np + j0;
-        T x[kRows];
-        for (int64_t r = 0; r < kRows; ++r)
-          x[r] = r < rows ? a[(i0 + r) * a_row + p * a_col] : T{0};
-        for (int64_t r = 0; r < kRows; ++r)
-          for (int64_t j = 0; j < kCols; ++j) acc[r][j] += x[r] * in[j];
+      // A 16-wide vector of T (GCC's vector extension; it picks the
+      // machine's widest registers), so the tile stays in registers.
+      using Vec [[gnu::vector_size(kCols * sizeof(T))]] = T;
+      const T* x = rows_of_a.data() + i0 * k;
+      const T* in = padded.data() + j0;
+      Vec v0 = {}, v1 = {}, v2 = {}, v3 = {};
+      for (int64_t p = 0; p < k; ++p, in += np) {
+        Vec row;
+        std::memcpy(&row, in, sizeof row);
+        v0 += x[p] * row;
+        v1 += x[k + p] * row;
+        v2 += x[2 * k + p] * row;
+        v3 += x[3 * k + p] * row;
       }
-      const int64_t cols = std::min(kCols, n - j0);
+      T acc0[kCols], acc1[kCols], acc2[kCols], acc3[kCols];
+      std::memcpy(acc0, &v0, sizeof v0);
+      std::memcpy(acc1, &v1, sizeof v1);
+      std::memcpy(acc2, &v2, sizeof v2);
+      std::memcpy(acc3, &v3, sizeof v3);
+      const T* acc[kRows] = {acc0, acc1, acc2, acc3};
+      const int64_t rows = std::min(kRows, m - i0), cols = std::min(kCols, n - j0);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; ++j) c[(i0 + r) * ldc + j0 + j] = acc[r][j];
     }
