@@ -36,7 +36,7 @@ TEST(FastMath, ExpWithinOneAndAHalfUlp) {
   const double worst = worst_ulp([](float x) { return fast::exp(x); },
                                  [](double x) { return std::exp(x); }, -87.0f, 88.0f, 1e-5f);
   EXPECT_LE(worst, 1.5);  // 1.05 when g++ fuses the multiply-adds, 1.35 when not
-  EXPECT_GT(worst, 0);  // it is an approximation: the sweep did reach it
+  EXPECT_GT(worst, 0);    // it is an approximation: the sweep did reach it
 }
 
 TEST(FastMath, ErfWithinTwoAndAHalfUlp) {
