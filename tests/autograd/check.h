@@ -7,6 +7,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "tensor/ops.h"
+#include "tests/tensor/threads_for.h"
 
 namespace gradflow::testing {
 
@@ -45,15 +46,6 @@ inline Tensor positive(const Shape& shape) {
     ::gradflow::GradcheckResult r_ = ::gradflow::gradcheck(__VA_ARGS__); \
     EXPECT_TRUE(r_.ok) << r_.message;                                    \
   } while (0)
-
-// Sets the pool's size for one scope and puts it back to 1, pass or fail:
-// for the tests that compare results across thread counts.
-struct ThreadsFor {
-  explicit ThreadsFor(int n) { set_num_threads(n); }
-  ~ThreadsFor() { set_num_threads(1); }
-  ThreadsFor(const ThreadsFor&) = delete;
-  ThreadsFor& operator=(const ThreadsFor&) = delete;
-};
 
 inline void expect_near_vec(const Tensor& t, const std::vector<double>& expected,
                             double tol = 1e-6) {

@@ -15,17 +15,13 @@
 #include "tensor/random.h"
 #include "tensor/reduce.h"
 #include "tests/tensor/testing.h"
+#include "tests/tensor/threads_for.h"
 
 namespace gradflow {
 namespace {
 using testing::elements;
 using testing::expect_tensor;
-
-// Restores the default thread count when a test ends, pass or fail.
-struct ThreadsFor {
-  explicit ThreadsFor(int n) { set_num_threads(n); }
-  ~ThreadsFor() { set_num_threads(1); }
-};
+using testing::ThreadsFor;
 
 TEST(Parallel, EveryItemRunsExactlyOnce) {
   for (int threads : {1, 2, 3, 8}) {
