@@ -74,9 +74,14 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
 
 // ---- matmul.cpp: (..., M, K) @ (..., K, N) -> (..., M, N) ------------------
 Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T g
-// matmul(gelu(h), w) for a 2-D w, recomputing gelu(h) in the backward
-// instead of keeping it (a feed-forward's memory). REQUIRES: w is 2-D.
-Variable gelu_matmul(const Variable& h, const Variable& w);
+
+// ---- linear.cpp: x (..., K), weight (N, K), bias (N) or undefined ----------
+// x weight^T + bias -> (..., N), the bias added inside GEMM.
+// dx = g weight, dweight = g^T x, dbias = g summed over every axis but the last.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// linear(gelu(h), weight, bias), recomputing gelu(h) in the backward instead
+// of keeping it (a feed-forward's memory).
+Variable gelu_linear(const Variable& h, const Variable& weight, const Variable& bias);
 
 // ---- index.cpp ----------------------------------------------------------
 Variable index_select(const Variable& x, int64_t axis, const Tensor& index);

@@ -20,8 +20,7 @@ Variable Linear::forward(const Variable& x) const {
   check_last_axis("Linear", x, in_);
   // A single vector (in) is treated as one row (1, in), as in PyTorch.
   if (x.ndim() == 1) return squeeze(forward(unsqueeze(x, 0)), 0);
-  Variable y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? y + bias : y;
+  return gradflow::linear(x, weight, bias);
 }
 
 std::string Linear::describe() const {

@@ -15,8 +15,7 @@ Variable FeedForward::forward(const Variable& x) const {
   Variable h = fc1->forward(x);
   if (activation_ != "gelu") return fc2->forward(relu(h));
   // fc2(gelu(h)), with gelu(h) recomputed in the backward rather than kept.
-  Variable y = gelu_matmul(h, transpose(fc2->weight, 0, 1));
-  return fc2->bias.defined() ? y + fc2->bias : y;
+  return gelu_linear(h, fc2->weight, fc2->bias);
 }
 
 namespace {

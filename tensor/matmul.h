@@ -17,6 +17,11 @@ namespace gradflow {
 
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// x (..., K) @ weight^T + bias, with weight (N, K) as a Linear layer stores
+// it and bias (N) or undefined: (..., N). The bias is added by the GEMM
+// itself (C starts as the bias rows), not by a pass of its own.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
 // The plain triple loop, kept beside the fast path as its reference in tests.
 Tensor matmul_reference(const Tensor& a, const Tensor& b);
 

@@ -41,34 +41,3 @@ TEST(Matmul, InnerDimensionMismatchMessage) {
 
 }  // namespace
 }  // namespace gradflow
-
-namespace gradflow {
-namespace {
-using namespace testing;
-using Vars = std::vector<Variable>;
-
-// gelu_matmul recomputes gelu(h) in its backward: the same values and
-// gradients as the two ops composed, and a gradient of its own that checks.
-TEST(GeluMatmul, MatchesComposedAndGradchecks) {
-  auto fused = [](const Vars& v) { return gelu_matmul(v[0], v[1]); };
-  auto composed = [](const Vars& v) { return matmul(gelu(v[0]), v[1]); };
-  EXPECT_GRADCHECK(fused, {dense({3, 4}), dense({4, 2})});
-  EXPECT_GRADCHECK(fused, {dense({2, 3, 4}), transposed({4, 5})});
-  EXPECT_GRADCHECK(fused, {transposed({2, 3, 4}), dense({4, 5})});
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    Variable h1(dense({2, 5, 6}).to(dtype), true), w1(dense({6, 3}).to(dtype), true);
-    Variable h2(h1.data(), true), w2(w1.data(), true);
-    Tensor g = dense({2, 5, 3}).to(dtype);
-    Variable a = fused({h1, w1}), b = composed({h2, w2});
-    expect_near_vec(a.data(), b.data().to_vector(), 1e-6);
-    a.backward(g);
-    b.backward(g);
-    expect_near_vec(h1.grad(), h2.grad().to_vector(), 1e-6);
-    expect_near_vec(w1.grad(), w2.grad().to_vector(), 1e-6);
-  }
-  Variable h(dense({2, 3}), true), w3(dense({2, 3, 4}), true);
-  EXPECT_THROW(gelu_matmul(h, w3), Error);
-}
-
-}  // namespace
-}  // namespace gradflow

@@ -6,6 +6,7 @@
 
 #include "tensor/creation.h"
 #include "tests/tensor/testing.h"
+#include "tests/tensor/threads_for.h"
 
 namespace gradflow {
 namespace {
@@ -203,6 +204,70 @@ TEST(Matmul, Errors) {
                        }),
                        "matmul: expected a floating dtype"));
   EXPECT_TRUE(contains(error_message([] { matmul(Tensor(), zeros({2, 2})); }), "matmul"));
+}
+
+// The register-tiled path (at most 2^15 multiply-adds) in each of its cases:
+// B read in place (whole 16-column tiles) or copied (a transpose, a ragged
+// width), A in either layout, and M not a multiple of the 4-row tile.
+TEST(Matmul, SmallProductsInEveryLayout) {
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (int64_t m : {1, 3, 16})
+      for (int64_t n : {16, 32, 17})
+        for (int64_t k : {1, 7, 16}) {
+          Tensor a = sample({m, k}, dt, 1), b = sample({k, n}, dt, 2);
+          expect_matmul(a, b, {m, n});
+          expect_matmul(sample({k, m}, dt, 3).transpose(0, 1), b, {m, n});
+          expect_matmul(a, sample({n, k}, dt, 4).transpose(0, 1), {m, n});
+          expect_matmul(sample({m, k + 5}, dt, 5).narrow(1, 2, k), b, {m, n});  // row stride > K
+        }
+}
+
+// linear(x, w, b) = x w^T + b, against the loop.
+void expect_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  SCOPED_TRACE(shape_str(x.shape()) + " @ " + shape_str(w.shape()) + "^T " +
+               std::string(dtype_name(x.dtype())));
+  const int64_t n = w.shape()[0];
+  Shape out = x.shape();
+  out.back() = n;
+  const Tensor x2 = x.reshape({-1, x.shape().back()});
+  std::vector<double> expected = naive_matmul(x2, w.transpose(0, 1), {x2.shape()[0], n});
+  if (bias.defined())
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] += element(bias, {static_cast<int64_t>(i) % n});
+  expect_tensor(linear(x, w, bias), out, expected, x.dtype() == DType::Float64 ? 1e-12 : 1e-5);
+}
+
+TEST(Linear, AgainstTheLoop) {
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    expect_linear(sample({3, 4}, dt, 1), sample({5, 4}, dt, 2), sample({5}, dt, 3));
+    expect_linear(sample({2, 3, 4}, dt, 1), sample({5, 4}, dt, 2), Tensor());
+    expect_linear(sample({4}, dt, 1), sample({5, 4}, dt, 2), sample({5}, dt, 3));
+    expect_linear(sample({4, 3}, dt, 1).transpose(0, 1), sample({4, 5}, dt, 2).transpose(0, 1),
+                  sample({10}, dt, 3).slice(0, 0, 10, 2));
+    // OpenBLAS's path, adding to the bias rows (beta = 1), cut into row blocks.
+    for (int threads : {1, 2}) {
+      testing::ThreadsFor guard(threads);
+      expect_linear(sample({2, 150, 64}, dt, 4), sample({48, 64}, dt, 5), sample({48}, dt, 6));
+    }
+  }
+  // K = 0: the bias alone.
+  expect_tensor(linear(zeros({2, 0}), zeros({3, 0}), from_vector({1, 2, 3}, {3})), {2, 3},
+                {1, 2, 3, 1, 2, 3});
+}
+
+TEST(Linear, Errors) {
+  EXPECT_EQ(error_message([] {
+              linear(zeros({2, 3}), zeros({4, 5}), Tensor());
+            }),
+            "linear: expected x (..., K) and weight (N, K), got x (2, 3) and weight (4, 5)");
+  EXPECT_EQ(error_message([] {
+              linear(zeros({2, 3}), zeros({4, 3}), zeros({3}));
+            }),
+            "linear: expected bias (4) for weight (4, 3), got (3)");
+  EXPECT_TRUE(contains(error_message([] {
+                         linear(zeros({2, 3}), zeros({4, 3}, DType::Float64), Tensor());
+                       }),
+                       "linear: dtypes differ"));
 }
 
 TEST(Matmul, ResultIsFreshAndContiguous) {

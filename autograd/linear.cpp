@@ -1,0 +1,72 @@
+// A Linear layer's product, x weight^T + bias, as one op, and the same after
+// a GELU for a feed-forward's second layer.
+//
+// Composed of matmul and add, the bias took a pass of its own over the
+// (..., N) output, forward and backward; here GEMM adds it (tensor/matmul.h)
+// and the backward reads the gradient once per input.
+#include "autograd/ops.h"
+#include "tensor/elementwise.h"
+#include "tensor/matmul.h"
+
+namespace gradflow {
+
+namespace {
+
+// Shape: x (..., K), weight (N, K), g (..., N); with x and g as (M, K) and
+// (M, N) rows: dx = g weight, dweight = g^T x, dbias = the column sums of g.
+// `x` is only read when dweight is asked for.
+std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x_rows, const Shape& x_shape,
+                                    const Tensor& w, bool need_x, bool need_w, bool need_b) {
+  const int64_t n = w.shape()[0];
+  const Tensor g_rows = g.reshape({-1, n});
+  Tensor gx, gw, gb;
+  if (need_x) gx = matmul(g_rows, w).view(x_shape);
+  if (need_w) gw = matmul(g_rows.transpose(0, 1), x_rows);
+  if (need_b) gb = sum(g_rows, {0});
+  return {gx, gw, gb};
+}
+
+void check_weight(const char* op, const Variable& x, const Variable& weight) {
+  if (!x.defined() || !weight.defined()) fail(op, ": undefined input");
+  if (weight.ndim() != 2 || x.ndim() < 1 || x.shape().back() != weight.shape()[1])
+    fail(op, ": expected x (..., K) and weight (N, K), got x ", shape_str(x.shape()),
+         " and weight ", shape_str(weight.shape()));
+}
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  check_weight("linear", x, weight);
+  const Tensor xd = x.data(), w = weight.data();
+  const Tensor b = bias.defined() ? bias.data() : Tensor();
+  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  return make_result(linear(xd, w, b), "linear", {x, weight, bias},
+                     [xd, w, need_x, need_w, need_b](const Tensor& g) {
+                       const Tensor x_rows = need_w ? xd.reshape({-1, w.shape()[1]}) : Tensor();
+                       return linear_backward(g, x_rows, xd.shape(), w, need_x, need_w, need_b);
+                     });
+}
+
+// gelu(h) is not kept from the forward to the backward: the backward
+// recomputes it from h, which gelu's own derivative needs anyway. In a
+// transformer's feed-forward that is one (B, T, d_ff) tensor less per layer
+// (8 MB a layer in gpt-small), for one more gelu pass.
+Variable gelu_linear(const Variable& h, const Variable& weight, const Variable& bias) {
+  check_weight("gelu_linear", h, weight);
+  const Tensor hd = h.data(), w = weight.data();
+  const Tensor b = bias.defined() ? bias.data() : Tensor();
+  const bool need_h = h.requires_grad(), need_w = weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  return make_result(
+      linear(gelu(hd), w, b), "gelu_linear", {h, weight, bias},
+      [hd, w, need_h, need_w, need_b](const Tensor& g) {
+        const Tensor a_rows = need_w ? gelu(hd).reshape({-1, w.shape()[1]}) : Tensor();
+        std::vector<Tensor> grads =
+            linear_backward(g, a_rows, hd.shape(), w, need_h, need_w, need_b);
+        if (need_h) grads[0] = gelu_backward(grads[0], hd);
+        return grads;
+      });
+}
+
+}  // namespace gradflow

@@ -1,0 +1,55 @@
+// One matrix product on raw row-major memory, the kernel under matmul,
+// linear and attention: C (M, N) = op(A) (M, K) op(B) (K, N), optionally
+// added to what C holds. Products of at most kSmallGemmMacs multiply-adds
+// (attention's 16 x 16 x 16 heads) run in a register-tiled loop of our own;
+// OpenBLAS's per-call setup, packing and locks cost several times their
+// arithmetic. Larger ones go to cblas_sgemm / cblas_dgemm on the calling
+// thread: callers split work over the pool themselves (parallel.h).
+//
+// Internal to tensor/: a kernel's building block, not a user-facing op.
+#pragma once
+
+#include <cstdint>
+
+namespace gradflow {
+
+// How GEMM reads one (rows, cols) matrix: row-major as is, or as the
+// transpose of a row-major matrix; `ld` is the stride between its stored rows.
+struct GemmOperand {
+  bool transposed = false;
+  int64_t ld = 0;
+};
+
+// The operand for a (rows, cols) view with these strides, if GEMM can read
+// it in place: `ok` is false when neither layout fits (copy it first).
+struct GemmLayout {
+  bool ok = false;
+  GemmOperand operand;
+};
+GemmLayout gemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride);
+
+inline constexpr int64_t kSmallGemmMacs = int64_t{1} << 15;
+inline bool is_small_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= kSmallGemmMacs; }
+
+// C (M, N, row stride ldc) = A (M, K) B (K, N), plus C's old values when
+// `accumulate`. `small` picks the path (see above); matmul decides it on a
+// whole product before cutting it into row blocks, so a block takes the
+// path its product would, at any thread count.
+template <class T>
+void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
+          int64_t n, int64_t k, bool accumulate, bool small);
+
+// The same with the path chosen by the product's own size.
+template <class T>
+void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
+          int64_t n, int64_t k, bool accumulate) {
+  gemm(a, la, b, lb, c, ldc, m, n, k, accumulate, is_small_gemm(m, n, k));
+}
+
+// Where row i of op(A) starts.
+template <class T>
+const T* gemm_row(const T* a, GemmOperand la, int64_t i) {
+  return la.transposed ? a + i : a + i * la.ld;
+}
+
+}  // namespace gradflow
