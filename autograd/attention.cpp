@@ -3,40 +3,44 @@
 //
 // Composed of matmul, scaled_masked_softmax and matmul, attention keeps the
 // softmax weights, (B, H, T, S), for its backward: in gpt-small 8 MB a layer,
-// more than q, k and v together. Here the backward recomputes them from q and
-// k (one more (T, D) x (D, S) product and a softmax per head), which the
-// projections' backward keeps anyway. The same trade as FlashAttention's,
-// without its tiling: the forward and the backward each still hold one
-// (B, H, T, S) tensor for a moment.
+// more than q, k and v together. Here the kernels of tensor/attention.h run
+// each head's products and softmax while they sit in cache, and the backward
+// recomputes the head's weights from q, k and two numbers per query row.
+#include "tensor/attention.h"
 #include "autograd/ops.h"
-#include "tensor/masked_softmax.h"
-#include "tensor/matmul.h"
-#include "tensor/reduce.h"
 
 namespace gradflow {
 
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                          const Tensor& mask) {
-  const Tensor qd = q.data(), kd = k.data(), vd = v.data();
-  // Shape: q (..., T, D), k (..., S, D), v (..., S, Dv); weights (..., T, S).
-  auto weights = [qd, kd, scale, mask] {
-    return scaled_masked_softmax(matmul(qd, kd.transpose(-1, -2)), scale, mask);
+  if (!q.defined() || !k.defined() || !v.defined()) fail("fused_attention: undefined input");
+  if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
+    fail("fused_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
+         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+  // The kernels take one set of batch axes: broadcast ones are expanded here
+  // (views) and their gradients summed back below.
+  const auto batch = [](const Shape& s) { return Shape(s.begin(), s.end() - 2); };
+  const Shape common =
+      broadcast_shapes(broadcast_shapes(batch(q.shape()), batch(k.shape()), "fused_attention"),
+                       batch(v.shape()), "fused_attention");
+  const auto expanded = [&](const Variable& x) {
+    Shape s = common;
+    s.insert(s.end(), x.shape().end() - 2, x.shape().end());
+    return x.data().expand(s);
   };
+  const Tensor qd = expanded(q), kd = expanded(k), vd = expanded(v);
+  AttentionForward f = attention_forward(qd, kd, vd, scale, mask);
   const bool need_q = q.requires_grad(), need_k = k.requires_grad(), need_v = v.requires_grad();
-  return make_result(matmul(weights(), vd), "fused_attention", {q, k, v},
-                     [qd, kd, vd, scale, weights, need_q, need_k, need_v](const Tensor& g) {
-                       // g (..., T, Dv). The steps of the composed backward, in its order.
-                       const Tensor y = weights();
-                       Tensor gq, gk, gv;
-                       if (need_v) gv = sum_to(matmul(y.transpose(-1, -2), g), vd.shape());
-                       if (need_q || need_k) {
-                         const Tensor ds = scaled_masked_softmax_backward(
-                             matmul(g, vd.transpose(-1, -2)), y, scale);
-                         if (need_q) gq = sum_to(matmul(ds, kd), qd.shape());
-                         if (need_k) gk = sum_to(matmul(ds.transpose(-1, -2), qd), kd.shape());
-                       }
-                       return std::vector<Tensor>{gq, gk, gv};
-                     });
+  return make_result(
+      f.out, "fused_attention", {q, k, v},
+      [qd, kd, vd, row_max = f.row_max, row_inv = f.row_inv, scale, mask, need_q, need_k, need_v,
+       q_shape = q.shape(), k_shape = k.shape(), v_shape = v.shape()](const Tensor& g) {
+        AttentionGrads d = attention_backward(g, qd, kd, vd, row_max, row_inv, scale, mask, need_q,
+                                              need_k, need_v);
+        return std::vector<Tensor>{need_q ? sum_to(d.dq, q_shape) : Tensor(),
+                                   need_k ? sum_to(d.dk, k_shape) : Tensor(),
+                                   need_v ? sum_to(d.dv, v_shape) : Tensor()};
+      });
 }
 
 }  // namespace gradflow

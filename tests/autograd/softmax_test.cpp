@@ -230,5 +230,21 @@ TEST(FusedAttention, MatchesComposedAndGradchecks) {
                    {dense({2, T, 3}), transposed({2, S, 3}), dense({2, S, 2})});
 }
 
+// Heads as MultiHeadAttention makes them, views of (B, T, H * D) projections,
+// and batch axes that broadcast (one k and v for every head).
+TEST(FusedAttention, GradchecksOnSplitHeadsAndBroadcastBatches) {
+  const Tensor causal = attention_masks()[1].second;
+  auto split = [](const Variable& x, int64_t d) {
+    return transpose(reshape(x, {2, x.shape()[1], 2, d}), 1, 2);
+  };
+  EXPECT_GRADCHECK(
+      [&](const Vars& v) {
+        return fused_attention(split(v[0], 3), split(v[1], 3), split(v[2], 2), 0.7, causal);
+      },
+      {dense({2, T, 6}), dense({2, S, 6}), dense({2, S, 4})});
+  EXPECT_GRADCHECK([&](const Vars& v) { return fused_attention(v[0], v[1], v[2], 0.7, Tensor()); },
+                   {dense({2, 2, T, 3}), dense({2, 1, S, 3}), dense({S, 2})});
+}
+
 }  // namespace
 }  // namespace gradflow
