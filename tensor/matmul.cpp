@@ -20,24 +20,42 @@ GemmLayout matrix_layout(const Tensor& t) {
 
 // Below this many multiply-adds a GEMM is not worth splitting over threads.
 constexpr int64_t kSplitMacs = int64_t{1} << 17;
-// Row blocks are multiples of this. OpenBLAS's Haswell sgemm computes an
-// element of C the same way wherever the rows of a call start, as long as the
-// start is a multiple of its 24-row tile, so cuts at multiples of 96 leave
-// the result bitwise unchanged there (columns cuts do not, so none are made).
-constexpr int64_t kBlock = 96;
+// Cuts fall on multiples of this many rows (or columns), a multiple of the
+// register tile of OpenBLAS's AVX-512 and AVX2 sgemm kernels, so a piece
+// starts on a whole tile.
+constexpr int64_t kAlign = 16;
 
-// One GEMM, C (M, N) = A (M, K) B (K, N) (+ C when accumulating), cut over
-// the pool's threads into blocks of rows of C, each an independent GEMM over
-// the full K.
+// Where cut c of `parts` falls in [0, n): evenly, rounded to kAlign.
+int64_t cut(int64_t c, int64_t parts, int64_t n) {
+  return c == parts ? n : std::min(n, (c * n / parts + kAlign / 2) / kAlign * kAlign);
+}
+
+// One GEMM, C (M, N) = A (M, K) B (K, N) (+ C when accumulating), cut into
+// one piece per thread, each an independent GEMM over the full K: by rows
+// of C, or by columns when C has too few rows (a weight's gradient, (N, K)
+// from a long sum over the batch). The cut depends on the thread count only,
+// so a fixed count gives the same bits every time; different counts round
+// differently only where OpenBLAS's kernels depend on where a piece starts.
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
                    int64_t n, int64_t k, bool accumulate) {
   const bool small = is_small_gemm(m, n, k);
-  const int64_t blocks = (m + kBlock - 1) / kBlock;
-  const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, kBlock * n * k));
-  parallel_for(blocks, grain, [&](int64_t first, int64_t last) {
-    const int64_t begin = first * kBlock, end = std::min(m, last * kBlock);
-    gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, accumulate, small);
+  const int64_t parts = std::clamp<int64_t>(m * n * k / kSplitMacs, 1, num_threads());
+  const bool by_rows = m >= parts * kAlign || n < parts * kAlign;
+  const int64_t cuts = std::min(parts, by_rows ? (m + kAlign - 1) / kAlign : n / kAlign);
+  parallel_for(std::max<int64_t>(cuts, 1), 1, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      if (by_rows) {
+        const int64_t begin = cut(p, cuts, m), end = cut(p + 1, cuts, m);
+        gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, accumulate,
+             small);
+      } else {
+        const int64_t begin = cut(p, cuts, n), end = cut(p + 1, cuts, n);
+        // Columns [begin, end) of op(B): of B's rows, or of B^T's.
+        const T* b_cols = lb.transposed ? b + begin * lb.ld : b + begin;
+        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, accumulate, small);
+      }
+    }
   });
 }
 

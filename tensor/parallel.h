@@ -4,11 +4,11 @@
 // fn(begin, end) on each, the calling thread taking a share, and returns when
 // all are done. Every kernel cuts its work so that each item is an
 // independent output (a row, a block of elements, a block of GEMM rows), so
-// how [0, n) is cut changes no bit of the elementwise and row-wise results. A
-// GEMM cut into row blocks is bitwise the same too with OpenBLAS's Haswell
-// kernels; other kernels (SkylakeX's small-matrix path) may round the last
-// bit differently. Hence: bitwise the same at a fixed thread count, and
-// equal to float rounding across thread counts.
+// how [0, n) is cut changes no bit of the elementwise and row-wise results.
+// A GEMM is cut into one piece per thread (matmul.cpp), and OpenBLAS may
+// round a piece's last bit differently from the whole product (its kernels
+// depend on where a piece starts and how big it is). Hence: bitwise the same
+// at a fixed thread count, and equal to float rounding across thread counts.
 //
 // Why our own pool and not OpenBLAS's: OpenBLAS parallelises one GEMM at a
 // time and its idle threads spin in sched_yield while everything else (the

@@ -171,9 +171,8 @@ TEST_F(DeterminismTest, SameSeedAndThreadCountGiveTheSameRunBitwise) {
 
 // 1 and 2 threads: the loss, the gradient norm and the evaluations agree to
 // 1e-5 relative at every step of a 20-step run, and the weights per tensor.
-// With OpenBLAS's Haswell kernels the two runs are even bitwise equal (see
-// tensor/parallel.h); other kernels may round a cut product differently, so
-// only agreement to rounding is promised and tested.
+// OpenBLAS may round a product cut over threads differently from the whole
+// (see tensor/parallel.h), so only agreement to rounding is promised and tested.
 TEST_F(DeterminismTest, OneAndTwoThreadsAgreeTo1e5Relative) {
   const Strings flags = join(
       kThreaded.run_flags, join(kThreaded.session_flags, {"--steps", "20", "--eval-every", "10"}));
