@@ -1,10 +1,13 @@
 // One matrix product on raw row-major memory, the kernel under matmul,
 // linear and attention: C (M, N) = op(A) (M, K) op(B) (K, N), optionally
-// added to what C holds. Products of at most kSmallGemmMacs multiply-adds
-// (attention's 16 x 16 x 16 heads) run in a register-tiled loop of our own;
-// OpenBLAS's per-call setup, packing and locks cost several times their
-// arithmetic. Larger ones go to cblas_sgemm / cblas_dgemm on the calling
-// thread: callers split work over the pool themselves (parallel.h).
+// added to what C holds. Small and narrow products run in register-tiled
+// loops of our own: at most kSmallGemmMacs multiply-adds (attention's
+// 16 x 16 x 16 heads), where OpenBLAS's per-call setup, packing and locks
+// cost several times the arithmetic, and products with N <= 128 whose A fits
+// in L2 (a small model's Linear layers), where its packing costs more than
+// it saves (gemm.cpp says what was measured). The rest go to cblas_sgemm /
+// cblas_dgemm on the calling thread: callers split work over the pool
+// themselves (parallel.h).
 //
 // Internal to tensor/: a kernel's building block, not a user-facing op.
 #pragma once

@@ -222,6 +222,23 @@ TEST(Matmul, SmallProductsInEveryLayout) {
         }
 }
 
+// The 12 x 32 tiles (products above 2^15 multiply-adds with a small B), with
+// M and N not whole tiles, B read in place (N = 64) or packed, A in either
+// layout; and a product past them (K > 1024) that OpenBLAS computes.
+TEST(Matmul, MediumProductsInEveryLayout) {
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (int64_t m : {13, 40})
+      for (int64_t n : {45, 64}) {
+        const int64_t k = 100;
+        Tensor a = sample({m, k}, dt, 1), b = sample({k, n}, dt, 2);
+        expect_matmul(a, b, {m, n});
+        expect_matmul(sample({k, m}, dt, 3).transpose(0, 1), b, {m, n});
+        expect_matmul(a, sample({n, k}, dt, 4).transpose(0, 1), {m, n});
+      }
+  expect_matmul(sample({20, 1100}, DType::Float32, 5), sample({1100, 30}, DType::Float32, 6),
+                {20, 30});
+}
+
 // linear(x, w, b) = x w^T + b, against the loop.
 void expect_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   SCOPED_TRACE(shape_str(x.shape()) + " @ " + shape_str(w.shape()) + "^T " +
