@@ -32,9 +32,11 @@ std::vector<VariableImpl*> topological_order(VariableImpl* root) {
   return {post.rbegin(), post.rend()};
 }
 
-// grad (+)= g. The first gradient is copied so that .grad never aliases a
-// tensor the user or the graph still holds.
-void accumulate(Tensor& grad, const Tensor& g) {
+thread_local LeafGrads* leaf_sink = nullptr;
+
+}  // namespace
+
+void accumulate_grad(Tensor& grad, const Tensor& g) {
   if (!grad.defined()) {
     grad = g.clone();
   } else {
@@ -42,7 +44,8 @@ void accumulate(Tensor& grad, const Tensor& g) {
   }
 }
 
-}  // namespace
+LeafGradSink::LeafGradSink(LeafGrads& sink) : previous_(leaf_sink) { leaf_sink = &sink; }
+LeafGradSink::~LeafGradSink() { leaf_sink = previous_; }
 
 void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
   if (!defined()) fail("backward: undefined variable");
@@ -76,7 +79,12 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
              shape_str(g.shape()));
       g = replaced;
     }
-    if (!v->grad_fn || v->retain_grad) accumulate(v->grad, g);
+    if (!v->grad_fn && leaf_sink) {
+      auto [slot, fresh] = leaf_sink->try_emplace(v->shared_from_this());
+      accumulate_grad(slot->second, g);
+    } else if (!v->grad_fn || v->retain_grad) {
+      accumulate_grad(v->grad, g);
+    }
     if (!v->grad_fn) continue;
 
     Node& node = *v->grad_fn;

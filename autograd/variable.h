@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -40,7 +41,7 @@ struct Node {
   Node& operator=(const Node&) = delete;
 };
 
-struct VariableImpl {
+struct VariableImpl : std::enable_shared_from_this<VariableImpl> {
   // An intermediate result's data is released when the last Variable handle
   // to it goes, even while the graph still holds this record (for its
   // gradient): backward formulas keep the tensors they need themselves, so
@@ -112,6 +113,27 @@ class Variable {
 // it is a plain Variable and `backward` is dropped.
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
                      BackwardFn backward);
+
+// grad (+)= g, as backward adds into a leaf. The first gradient is copied so
+// that .grad never aliases a tensor the user or the graph still holds.
+void accumulate_grad(Tensor& grad, const Tensor& g);
+
+// Leaf gradients held aside: while a LeafGradSink lives, a backward on this
+// thread adds the gradients of leaves into `sink` instead of their .grad
+// (intermediates' retained gradients are unaffected). backward_in_parallel
+// (autograd/data_parallel.h) uses it so that concurrent passes over shared
+// parameters never write one .grad at once.
+using LeafGrads = std::unordered_map<std::shared_ptr<VariableImpl>, Tensor>;
+class LeafGradSink {
+ public:
+  explicit LeafGradSink(LeafGrads& sink);
+  ~LeafGradSink();
+  LeafGradSink(const LeafGradSink&) = delete;
+  LeafGradSink& operator=(const LeafGradSink&) = delete;
+
+ private:
+  LeafGrads* previous_;
+};
 
 // Gradient mode, per thread. While a NoGradGuard lives, ops record nothing.
 bool grad_enabled();

@@ -10,6 +10,7 @@
 // first --warmup steps are not timed.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <string>
 #include <utility>
 
+#include "autograd/data_parallel.h"
 #include "examples/common/args.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -106,6 +108,10 @@ int run(int argc, char** argv) {
   args.add("--threads", &threads, "threads (gradflow's pool; OpenBLAS runs inside it)")
       .min(1)
       .max(256);
+  std::string parallel = "batch";
+  args.add_choice("--parallel", &parallel, {"batch", "ops"},
+                  "how threads share a step: batch runs parts of the batch at once, one per "
+                  "thread (autograd/data_parallel.h); ops cuts every kernel over the threads");
   bool memory = false;
   args.add_flag("--memory", &memory,
                 "also print, on stderr, the tensor memory: peak held at once and cached");
@@ -156,14 +162,23 @@ int run(int argc, char** argv) {
   const Tensor tgt = randint(0, w.vocab, {w.batch, w.seq}, gen);
   const Tensor y = randint(0, w.vocab, {w.batch, w.seq}, gen);
   double last_loss = 0;
+  // With --parallel batch, one part of the batch per thread (as many as
+  // there are rows), each part's mean loss weighted by its share of the rows
+  // so that the parts' losses and gradients add up to the whole batch's.
+  const int64_t parts = parallel == "batch" ? std::min<int64_t>(threads, w.batch) : 1;
+  auto part_loss = [&](int64_t part) {
+    const PartRange r = part_range(w.batch, part, parts);
+    auto rows = [&](const Tensor& t) { return t.narrow(0, r.begin, r.end - r.begin); };
+    Variable loss = nn::cross_entropy(forward(rows(src), rows(tgt)), rows(y));
+    return parts == 1 ? loss : loss * (static_cast<double>(r.end - r.begin) / w.batch);
+  };
   auto step = [&] {
     // zero_grad first, as a training loop usually goes: the last step's
     // gradients are then not held through this step's forward.
     opt.zero_grad();
-    Variable loss = nn::cross_entropy(forward(src, tgt), y);
-    loss.backward();
+    last_loss = 0;
+    for (double loss : backward_in_parallel(parts, part_loss)) last_loss += loss;
     opt.step();
-    last_loss = loss.data().item();
   };
 
   for (int64_t i = 0; i < warmup; ++i) step();

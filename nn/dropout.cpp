@@ -1,5 +1,6 @@
 #include "nn/dropout.h"
 
+#include "autograd/data_parallel.h"
 #include "nn/layer_checks.h"
 #include "tensor/creation.h"
 #include "tensor/map.h"
@@ -12,6 +13,11 @@ Dropout::Dropout(double p, Generator& gen) : p_(p), gen_(&gen) {
 
 Variable Dropout::forward(const Variable& x) const {
   if (!is_training() || p_ == 0) return x;
+  // Parts of a batch run at once would draw from the one generator in an
+  // order that changes from run to run (and race on its state).
+  if (in_parallel_part())
+    fail("Dropout: p = ", p_, " draws from a shared generator, which the parts of ",
+         "backward_in_parallel cannot share; train with dropout 0 or with one part");
   // keep / (1 - p): a mask with the scale folded in, so one multiply does both.
   Tensor keep = rand(x.shape(), *gen_, x.dtype());
   double scale = 1.0 / (1.0 - p_);

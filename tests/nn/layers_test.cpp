@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "autograd/data_parallel.h"
 #include "nn/layers.h"
 #include "tests/nn/nn_check.h"
 
@@ -189,6 +190,25 @@ TEST(Dropout, TrainingZeroesAboutPAndScalesSurvivors) {
   sum(y).backward();
   std::vector<double> g = x.grad().to_vector();
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(g[i] == 0, out[i] == 0) << i;
+}
+
+// The parts of backward_in_parallel run at once and would race on the one
+// generator: a drawing Dropout refuses there; p = 0 and eval mode draw nothing.
+TEST(Dropout, RefusesToDrawInsideAParallelPart) {
+  Generator gen(5);
+  Dropout drop(0.3, gen), none(0.0, gen);
+  Variable x(randn({4, 3}, gen), true);
+  try {
+    backward_in_parallel(2, [&](int64_t) { return sum(drop.forward(x)); });
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Dropout: p = 0.3 draws from a shared generator"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(backward_in_parallel(2, [&](int64_t) { return sum(none.forward(x)); }));
+  drop.eval();
+  EXPECT_NO_THROW(backward_in_parallel(2, [&](int64_t) { return sum(drop.forward(x)); }));
 }
 
 TEST(Dropout, SameSeedSameMaskAndTheGeneratorAdvances) {
