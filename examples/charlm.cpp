@@ -146,9 +146,13 @@ int run(int argc, char** argv) {
   loop.metadata = run_metadata("charlm", config, run_flags);
   loop.metadata.emplace_back("vocab_bytes", vocab_codes(data.chars()));
   Hooks hooks;
-  hooks.loss = [&] {
+  hooks.batch = [&]() -> PartLoss {
     auto [x, y] = data.batch(nn::Split::Train, flags.batch, context, batches);
-    return nn::cross_entropy(model.forward(x), y);
+    const int64_t count = y.numel();
+    return [&model, x, y, count](int64_t part, int64_t parts) {
+      return nn::cross_entropy(model.forward(part_rows(x, part, parts)), part_rows(y, part, parts),
+                               -100, 0.0, count);
+    };
   };
   hooks.evaluate = [&] {
     Evaluation e{{split_loss(nn::Split::Train), split_loss(nn::Split::Val)}, ""};

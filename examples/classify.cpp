@@ -140,9 +140,14 @@ int run(int argc, char** argv) {
   loop.metadata = run_metadata("classify", config, run_flags);
   loop.metadata.emplace_back("classes", "2");
   Hooks hooks;
-  hooks.loss = [&] {
+  hooks.batch = [&]() -> PartLoss {
     Batch b = make_batch(task, flags.batch, data);
-    return nn::cross_entropy(model.forward(b.ids, b.pad), b.labels);
+    const int64_t count = b.labels.numel();
+    return [&model, b, count](int64_t part, int64_t parts) {
+      auto rows = [&](const Tensor& t) { return part_rows(t, part, parts); };
+      return nn::cross_entropy(model.forward(rows(b.ids), rows(b.pad)), rows(b.labels), -100, 0.0,
+                               count);
+    };
   };
   hooks.evaluate = [&] {
     Scores s = score(model, eval_set);

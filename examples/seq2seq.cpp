@@ -130,9 +130,14 @@ int run(int argc, char** argv) {
   loop.metrics = {"val_loss", "token_acc", "seq_acc"};
   loop.metadata = run_metadata("seq2seq", config, run_flags);
   Hooks hooks;
-  hooks.loss = [&] {
+  hooks.batch = [&]() -> PartLoss {
     nn::Seq2SeqBatch b = nn::make_batch(task, flags.batch, data);
-    return nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, nn::kPadToken);
+    const int64_t count = nn::counted_targets(b.tgt_out, nn::kPadToken);
+    return [&model, b, count](int64_t part, int64_t parts) {
+      auto rows = [&](const Tensor& t) { return part_rows(t, part, parts); };
+      return nn::cross_entropy(model.forward(rows(b.src), rows(b.tgt_in), rows(b.src_pad)),
+                               rows(b.tgt_out), nn::kPadToken, 0.0, count);
+    };
   };
   hooks.evaluate = [&] {
     Scores s = score(model, task, eval_set);

@@ -1,5 +1,6 @@
 #include "nn/loss.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -23,9 +24,18 @@ void check_cross_entropy(const Variable& logits, const Tensor& targets, double s
 
 }  // namespace
 
+int64_t counted_targets(const Tensor& targets, int64_t ignore_index) {
+  if (!targets.defined() || targets.dtype() != DType::Int64)
+    fail("counted_targets: targets must be an int64 tensor");
+  const Tensor t = targets.contiguous();
+  const int64_t* p = t.data<int64_t>();
+  return std::count_if(p, p + t.numel(), [&](int64_t v) { return v != ignore_index; });
+}
+
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ignore_index,
-                       double smoothing) {
+                       double smoothing, int64_t divide_by) {
   check_cross_entropy(logits, targets, smoothing);
+  if (divide_by < 0) fail("cross_entropy: divide_by must be >= 0, got ", divide_by);
   const int64_t classes = logits.shape().back();
   const int64_t rows = logits.numel() / std::max<int64_t>(classes, 1);
   Tensor x = logits.data().contiguous().view({rows, classes});
@@ -65,7 +75,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
       total += smoothing > 0 ? (1 - smoothing) * nll + smoothing * uniform : nll;
     }
   });
-  const double count = static_cast<double>(std::max<int64_t>(counted, 1));
+  const double count =
+      static_cast<double>(divide_by > 0 ? divide_by : std::max<int64_t>(counted, 1));
   Tensor loss = full({}, total / count, logits.dtype());
   const Shape shape = logits.shape();
   return make_result(loss, "cross_entropy", {logits},

@@ -11,8 +11,16 @@ namespace gradflow::nn {
 // (padding) count for nothing; if every position is ignored the loss is 0.
 // Fused: one pass computes log-sum-exp per row and the loss; the backward is
 // (softmax - smoothed one-hot) / count, so huge logits (+-1e8) stay exact.
+// With divide_by > 0 the summed loss is divided by it instead of by the
+// number of counted positions: given the whole batch's counted_targets, a
+// part of the batch gets its share of the batch's mean, and the parts' losses
+// (and gradients) add up to the batch's (autograd/data_parallel.h).
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ignore_index = -100,
-                       double label_smoothing = 0.0);
+                       double label_smoothing = 0.0, int64_t divide_by = 0);
+
+// The number of positions cross_entropy averages over: targets that are not
+// ignore_index.
+int64_t counted_targets(const Tensor& targets, int64_t ignore_index = -100);
 
 // The same loss composed from log_softmax, gather and mean: the reference the
 // fused version is tested against.

@@ -60,7 +60,10 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   run.add("--layers", &f.layers, "transformer layers (per stack)").min(1);
   run.add("--d-ff", &f.d_ff, "feed-forward width").min(1);
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
-  args.add("--threads", &f.threads, "threads for the kernels and matrix products").min(1).max(256);
+  args.add("--threads", &f.threads,
+           "threads: each step runs this many parts of the batch at once, one per thread")
+      .min(1)
+      .max(256);
   args.add("--eval-every", &f.eval_every, "evaluate every N steps (0: only at the end)").min(0);
   args.add("--save-every", &f.save_every, "save the checkpoint every N steps (0: at the end)")
       .min(0);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "autograd/data_parallel.h"
 #include "examples/common/csv_log.h"
 #include "examples/common/progress.h"
 #include "nn/atomic_file.h"
@@ -62,6 +63,7 @@ LoopOptions loop_options(const CommonFlags& f) {
           .eval_every = f.eval_every,
           .save_every = f.save_every,
           .clip = f.clip,
+          .parts = std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1)),
           .stop_on_nan = f.stop_on_nan,
           .resume_dir = f.resume};
 }
@@ -71,15 +73,19 @@ namespace {
 // One update: lr from the schedule, forward, backward, clip, AdamW; a
 // non-finite loss or gradient norm leaves the parameters as they were.
 StepInfo take_step(nn::Optimizer& optimizer, const nn::LrSchedule& schedule, double clip,
-                   const Hooks& hooks, int64_t step) {
+                   int64_t parts, const Hooks& hooks, int64_t step) {
   StepInfo info{.step = step, .lr = schedule.lr_at(optimizer.step_count())};
   optimizer.set_lr(info.lr);
   optimizer.zero_grad();
-  Variable loss = hooks.loss();
-  info.loss = loss.item();
+  const PartLoss part_loss = hooks.batch();
+  // Parts whose loss is not finite are not backpropagated; then the step is
+  // skipped below and the others' gradients are dropped.
+  info.loss = 0;
+  for (double loss :
+       backward_in_parallel(parts, [&](int64_t part) { return part_loss(part, parts); }))
+    info.loss += loss;
   info.grad_norm = std::nan("");
   if (std::isfinite(info.loss)) {
-    loss.backward();
     // With no clipping, a bound no finite norm exceeds: only the norm.
     info.grad_norm = nn::clip_grad_norm(optimizer.params(),
                                         clip > 0 ? clip : std::numeric_limits<double>::max());
@@ -103,6 +109,11 @@ Evaluation evaluate(nn::Module& model, const Hooks& hooks, size_t n_metrics) {
 }
 
 }  // namespace
+
+Tensor part_rows(const Tensor& t, int64_t part, int64_t parts) {
+  const PartRange r = part_range(t.shape()[0], part, parts);
+  return t.narrow(0, r.begin, r.end - r.begin);
+}
 
 TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
                          const nn::LrSchedule& schedule,
@@ -147,7 +158,8 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   std::string eval_text;  // the last evaluation, shown beside the loss
   model.train();
   while (result.step < options.steps) {
-    const StepInfo info = take_step(optimizer, schedule, options.clip, hooks, ++result.step);
+    const StepInfo info =
+        take_step(optimizer, schedule, options.clip, options.parts, hooks, ++result.step);
     result.last_loss = info.loss;
     if (info.skipped) {
       ++result.skipped;

@@ -3,11 +3,14 @@
 //
 // A program registers its flags (run_flags.h), calls setup_run, builds its
 // model, optimizer and generators, and hands them to run_training with hooks:
-//   loss      draws the next batch from the data generator, returns the loss
+//   batch     draws the next batch from the data generator, returns its loss
+//             by parts (PartLoss)
 //   evaluate  (optional) held-out metrics, one per LoopOptions::metrics
 //
-// Each step: lr from the schedule at the optimizer's update count, forward,
-// backward, clip (which also measures the gradient norm), AdamW. A
+// Each step: lr from the schedule at the optimizer's update count, forward
+// and backward of LoopOptions::parts parts of the batch at once, one per
+// thread (autograd/data_parallel.h), clip (which also measures the gradient
+// norm), AdamW. A
 // non-finite loss or gradient norm skips the update (parameters untouched)
 // and says so; with stop_on_nan it ends the run instead. In the output
 // directory:
@@ -51,8 +54,17 @@ struct Evaluation {
   std::string text = "";
 };
 
+// The loss of part `part` of `parts` of a step's batch, the rows
+// part_rows(t, part, parts) of each of its tensors, as that part's share of
+// the batch's mean loss (nn::cross_entropy's divide_by), so that the parts'
+// losses and gradients add up to the whole batch's. A single element.
+using PartLoss = std::function<Variable(int64_t part, int64_t parts)>;
+
+// Rows [part_range(B, part, parts)) of a (B, ...) tensor: a view.
+Tensor part_rows(const Tensor& t, int64_t part, int64_t parts);
+
 struct Hooks {
-  std::function<Variable()> loss = nullptr;        // required: a scalar on a fresh batch
+  std::function<PartLoss()> batch = nullptr;       // required: draws a fresh batch
   std::function<Evaluation()> evaluate = nullptr;  // runs in eval mode without gradients
   std::function<void(const StepInfo&)> after_step = nullptr;
 };
@@ -61,6 +73,7 @@ struct LoopOptions {
   std::string out_dir = "";
   int64_t steps = 0, eval_every = 0, save_every = 0;  // 0: never (but at the end)
   double clip = 0;                                    // 0: no clipping
+  int64_t parts = 1;  // parts of each batch run at once, one per thread
   bool stop_on_nan = false;
   std::vector<std::string> metrics = {};  // the evaluation's log columns
   nn::Metadata metadata = {};             // saved in both files
@@ -69,7 +82,8 @@ struct LoopOptions {
   std::optional<bool> tty = std::nullopt;
 };
 
-// LoopOptions from the flags; the caller adds metrics and metadata.
+// LoopOptions from the flags, with one part per thread (at most one per
+// row); the caller adds metrics and metadata.
 LoopOptions loop_options(const CommonFlags& flags);
 
 enum class Outcome { kFinished, kInterrupted, kStoppedOnNan };

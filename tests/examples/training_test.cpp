@@ -16,6 +16,7 @@
 #include "nn/optim.h"
 #include "nn/toy_tasks.h"
 #include "tensor/creation.h"
+#include "tests/tensor/threads_for.h"
 
 namespace gradflow::examples {
 namespace {
@@ -59,9 +60,14 @@ struct TinyRun {
   }
   Hooks hooks() {
     Hooks h;
-    h.loss = [this] {
+    h.batch = [this]() -> PartLoss {
       nn::Seq2SeqBatch b = nn::make_batch(task, 8, data);
-      return nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, nn::kPadToken);
+      const int64_t count = nn::counted_targets(b.tgt_out, nn::kPadToken);
+      return [this, b, count](int64_t part, int64_t parts) {
+        auto rows = [&](const Tensor& t) { return part_rows(t, part, parts); };
+        return nn::cross_entropy(model.forward(rows(b.src), rows(b.tgt_in), rows(b.src_pad)),
+                                 rows(b.tgt_out), nn::kPadToken, 0.0, count);
+      };
     };
     h.evaluate = [this] {
       nn::Seq2SeqBatch b = nn::make_eval_set(task, 1, 8, 5).front();
@@ -158,6 +164,34 @@ TEST(TrainingLoop, ResumedRunContinuesBitwise) {
   EXPECT_EQ(c.optimizer.step_count(), 8);
 }
 
+// Two parts of each batch at once: the same run as one part up to float
+// rounding, and bitwise the same whether the parts share one thread or run on
+// two (each part's kernels run on its own thread either way).
+TEST(TrainingLoop, PartsOfTheBatchTrainLikeTheWholeBatch) {
+  std::vector<std::vector<double>> final_weights;
+  std::vector<std::vector<std::vector<std::string>>> logs;
+  for (auto [parts, threads] : {std::pair{1, 1}, {2, 1}, {2, 2}}) {
+    TempDir dir("parts" + std::to_string(parts) + std::to_string(threads));
+    gradflow::testing::ThreadsFor pool(threads);
+    TinyRun run(11);
+    LoopOptions o = run.options(dir.str(), 6);
+    o.parts = parts;
+    EXPECT_EQ(run.train(o).outcome, Outcome::kFinished);
+    logs.push_back(read_csv(dir.str("log.csv")));
+    if (parts == 2 && threads == 1) final_weights = weights(run.model);
+    if (parts == 2 && threads == 2) {
+      EXPECT_EQ(weights(run.model), final_weights);
+    }
+  }
+  EXPECT_EQ(logs[1], logs[2]);
+  ASSERT_EQ(logs[0].size(), logs[1].size());
+  for (size_t row = 1; row < logs[0].size(); ++row)
+    for (size_t col : {1, 3}) {  // loss and grad_norm
+      const double a = std::stod(logs[0][row][col]), b = std::stod(logs[1][row][col]);
+      EXPECT_NEAR(a, b, 1e-5 * std::abs(a)) << "row " << row << " column " << col;
+    }
+}
+
 TEST(TrainingLoop, ResumeDropsLogRowsAfterTheCheckpoint) {
   // As after a crash: the log reached step 6 but the checkpoint is step 4's.
   TempDir one("crash_a"), two("crash_b");
@@ -180,13 +214,16 @@ TEST(TrainingLoop, NonFiniteLossSkipsTheUpdate) {
   TempDir dir("nan_loss");
   TinyRun run(5);
   Hooks h = run.hooks();
-  auto loss = h.loss;
+  auto batch = h.batch;
   std::vector<std::vector<double>> before;
   std::vector<StepInfo> steps;
-  h.loss = [&] {
+  h.batch = [&]() -> PartLoss {
     if (steps.size() == 2) before = weights(run.model);
-    Variable l = loss();
-    return steps.size() == 2 ? l * std::nan("") : l;
+    PartLoss loss = batch();
+    return [&steps, loss](int64_t part, int64_t parts) {
+      Variable l = loss(part, parts);
+      return steps.size() == 2 ? l * std::nan("") : l;
+    };
   };
   h.after_step = [&](const StepInfo& info) {
     steps.push_back(info);
@@ -211,16 +248,18 @@ TEST(TrainingLoop, NonFiniteGradientSkipsTheUpdateAndStopOnNanStops) {
   TempDir dir("nan_grad");
   TinyRun run(6);
   Hooks h = run.hooks();
-  auto loss = h.loss;
+  auto batch = h.batch;
   int calls = 0;
   std::vector<std::vector<double>> before;
-  h.loss = [&] {
-    Variable l = loss();
-    if (++calls == 2) {
-      before = weights(run.model);
+  h.batch = [&]() -> PartLoss {
+    PartLoss loss = batch();
+    if (++calls != 2) return loss;
+    before = weights(run.model);
+    return [loss](int64_t part, int64_t parts) {
+      Variable l = loss(part, parts);
       l.register_hook([](const Tensor& g) { return full(g.shape(), HUGE_VAL, g.dtype()); });
-    }
-    return l;
+      return l;
+    };
   };
   LoopOptions o = run.options(dir.str(), 4);
   o.stop_on_nan = true;
@@ -238,11 +277,11 @@ TEST(TrainingLoop, SigintFinishesTheStepSavesAndReturnsInterrupted) {
   TempDir dir("sigint");
   TinyRun run(7);
   Hooks h = run.hooks();
-  auto loss = h.loss;
+  auto batch = h.batch;
   int calls = 0;
-  h.loss = [&] {
+  h.batch = [&] {
     if (++calls == 3) std::raise(SIGINT);  // as Ctrl-C during step 3
-    return loss();
+    return batch();
   };
   TrainResult r = run.train(run.options(dir.str(), 8), h);
   EXPECT_EQ(r.outcome, Outcome::kInterrupted);
