@@ -65,6 +65,30 @@ TEST(CrossEntropy, FusedMatchesTheReferenceInValueAndGradient) {
   }
 }
 
+// Parts of a batch, each divided by the whole batch's counted targets, add
+// up to the batch's mean loss and gradient, padding included.
+TEST(CrossEntropy, PartsDividedByTheBatchCountAddUpToTheBatch) {
+  Generator gen(21);
+  Tensor logits = randn({4, 3, 5}, gen, DType::Float64);
+  Tensor targets = from_indices({0, 4, -1, 2, -1, -1, 1, 1, 3, 0, 2, -1}, {4, 3});
+  const int64_t count = counted_targets(targets, -1);
+  EXPECT_EQ(count, 8);
+  EXPECT_EQ(counted_targets(targets), 12);  // nothing is -100
+  Variable whole_in(logits, true), part_in(logits, true);
+  Variable whole = cross_entropy(whole_in, targets, -1, 0.1);
+  whole.backward();
+  double total = 0;
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 1}, {1, 4}}) {
+    Variable part = cross_entropy(narrow(part_in, 0, begin, end - begin),
+                                  targets.narrow(0, begin, end - begin), -1, 0.1, count);
+    part.backward();
+    total += part.item();
+  }
+  EXPECT_NEAR(total, whole.item(), 1e-14);
+  expect_near_vec(part_in.grad(), whole_in.grad().to_vector(), 1e-14);
+  EXPECT_THROW(cross_entropy(whole_in, targets, -1, 0.0, -1), Error);
+}
+
 TEST(CrossEntropy, ValueMatchesTheFormulaByHand) {
   // One row [1, 2, 3], target 0, smoothing 0.2: lse = log(e + e^2 + e^3).
   Variable x(from_vector({1, 2, 3}, {1, 3}, DType::Float64), true);
