@@ -43,16 +43,10 @@ std::vector<double> backward_in_parallel(int64_t parts,
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  // Each part's tensor is released as soon as it is added; the first part's
+  // becomes the leaf's .grad itself when the leaf had none.
   for (LeafGrads& part : grads)
-    for (auto& [leaf, g] : part) {
-      // The first part's gradient is the sink's own tensor: take it as is.
-      if (!leaf->grad.defined()) {
-        leaf->grad = std::move(g);
-      } else {
-        accumulate_grad(leaf->grad, g);
-      }
-      g = Tensor();  // release each part's copy as soon as it is added
-    }
+    for (auto& [leaf, g] : part) accumulate_grad(leaf->grad, std::move(g));
   return losses;
 }
 

@@ -36,11 +36,13 @@ thread_local LeafGrads* leaf_sink = nullptr;
 
 }  // namespace
 
-void accumulate_grad(Tensor& grad, const Tensor& g) {
-  if (!grad.defined()) {
-    grad = g.clone();
-  } else {
+void accumulate_grad(Tensor& grad, Tensor g) {
+  if (grad.defined()) {
     add_(grad, g);
+  } else if (g.storage().use_count() == 1 && g.is_contiguous()) {
+    grad = std::move(g);  // no other handle to its memory: nothing can alias it
+  } else {
+    grad = g.clone();
   }
 }
 
@@ -79,13 +81,11 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
              shape_str(g.shape()));
       g = replaced;
     }
-    if (!v->grad_fn && leaf_sink) {
-      auto [slot, fresh] = leaf_sink->try_emplace(v->shared_from_this());
-      accumulate_grad(slot->second, g);
-    } else if (!v->grad_fn || v->retain_grad) {
-      accumulate_grad(v->grad, g);
+    if (!v->grad_fn) {  // a leaf: g is not used again
+      accumulate_grad(leaf_sink ? (*leaf_sink)[v->shared_from_this()] : v->grad, std::move(g));
+      continue;
     }
-    if (!v->grad_fn) continue;
+    if (v->retain_grad) accumulate_grad(v->grad, g);
 
     Node& node = *v->grad_fn;
     if (!node.backward)

@@ -115,8 +115,9 @@ Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs
                      BackwardFn backward);
 
 // grad (+)= g, as backward adds into a leaf. The first gradient is copied so
-// that .grad never aliases a tensor the user or the graph still holds.
-void accumulate_grad(Tensor& grad, const Tensor& g);
+// that .grad never aliases a tensor the user or the graph still holds, unless
+// g is the only handle to its memory (pass it with std::move to allow that).
+void accumulate_grad(Tensor& grad, Tensor g);
 
 // Leaf gradients held aside: while a LeafGradSink lives, a backward on this
 // thread adds the gradients of leaves into `sink` instead of their .grad

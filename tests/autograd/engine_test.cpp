@@ -51,6 +51,33 @@ TEST(Engine, LeafGradientsAccumulateAcrossBackwardsUntilZeroed) {
   EXPECT_DOUBLE_EQ(x.grad().item(), 5);
 }
 
+// A leaf's .grad takes the gradient's memory only when nothing else holds
+// it; a gradient the caller passed, a hook kept or another .grad holds is
+// copied, so adding into .grad later changes nothing else.
+TEST(Engine, LeafGradNeverSharesMemoryWithATensorSomeoneHolds) {
+  Variable x(dense({3}), true);
+  Tensor go = dense({3});
+  const std::vector<double> go_before = go.to_vector();
+  Variable y = x + 0.0;  // its backward passes the gradient through as it is
+  y.retain_grad();
+  Variable z = y * 1.0;
+  (z + 0.0).backward(go);
+  EXPECT_NE(x.grad().storage(), go.storage());
+  EXPECT_NE(x.grad().storage(), y.grad().storage());
+  Tensor kept = dense({3});
+  const std::vector<double> kept_before = kept.to_vector();
+  Variable w(dense({3}), true);
+  w.register_hook([kept](const Tensor&) { return kept; });
+  (w + 0.0).backward(go);
+  EXPECT_NE(w.grad().storage(), kept.storage());
+  // A second backward adds into each .grad in place: the others stay.
+  (x + 0.0).backward(go);
+  (w + 0.0).backward(go);
+  EXPECT_EQ(go.to_vector(), go_before);
+  EXPECT_EQ(kept.to_vector(), kept_before);
+  expect_near_vec(w.grad(), (kept * 2.0).to_vector(), 0);
+}
+
 TEST(Engine, IntermediatesKeepNoGradUnlessRetained) {
   Variable x = scalar_var(2);
   Variable y = x * x, z = x * 3.0;
