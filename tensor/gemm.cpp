@@ -38,7 +38,7 @@ constexpr int kVecLanes = 64 / sizeof(T);
 // order, whatever the tiling.
 template <class T, int R, int V>
 void gemm_tiles(const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t ldb, T* c,
-                int64_t ldc, int64_t m, int64_t n, int64_t k, bool accumulate) {
+                int64_t ldc, int64_t m, int64_t n, int64_t k, bool accumulate, const T* bias) {
   constexpr int64_t kWidth = V * kVecLanes<T>;
   for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
     const int64_t cols = std::min(kWidth, n - j0);
@@ -67,6 +67,8 @@ void gemm_tiles(const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t ld
         T* dst = c + (i0 + r) * ldc + j0;
         if (accumulate) {
           for (int64_t j = 0; j < cols; ++j) dst[j] += out[r][j];
+        } else if (bias) {
+          for (int64_t j = 0; j < cols; ++j) dst[j] = out[r][j] + bias[j0 + j];
         } else {
           for (int64_t j = 0; j < cols; ++j) dst[j] = out[r][j];
         }
@@ -94,10 +96,10 @@ std::pair<const T*, int64_t> pack_b(const T* b, GemmOperand lb, int64_t n, int64
 
 template <class T, int R, int V>
 void tiled_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc,
-                int64_t m, int64_t n, int64_t k, bool accumulate) {
+                int64_t m, int64_t n, int64_t k, bool accumulate, const T* bias) {
   const auto [rows_of_b, ldb] = pack_b<T, V * kVecLanes<T>>(b, lb, n, k);
   gemm_tiles<T, R, V>(a, la.transposed ? 1 : la.ld, la.transposed ? la.ld : 1, rows_of_b, ldb, c,
-                      ldc, m, n, k, accumulate);
+                      ldc, m, n, k, accumulate, bias);
 }
 
 // Which products our tiles beat OpenBLAS on, measured on this project's
@@ -123,28 +125,39 @@ CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : Cb
 
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool accumulate, bool small) {
+          int64_t n, int64_t k, bool accumulate, bool small, const T* bias) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {  // an empty sum: C stays, or becomes 0
+  if (k <= 0) {  // an empty sum: C stays, or becomes the bias or 0
     if (!accumulate)
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T{0});
+      for (int64_t i = 0; i < m; ++i) {
+        T* row = c + i * ldc;
+        if (bias) {
+          std::copy(bias, bias + n, row);
+        } else {
+          std::fill(row, row + n, T{0});
+        }
+      }
     return;
   }
   if (small) {
     // 4 x 16 tiles: attention's 16-wide heads fill them.
-    tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, accumulate);
+    tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, accumulate, bias);
     return;
   }
   if (tiles_beat_blas(m, n, k)) {
     // 12 x 2 vectors: 24 accumulators of AVX-512's 32 registers.
-    tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, accumulate);
+    tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, accumulate, bias);
     return;
   }
   // OpenBLAS runs on the calling thread: callers split work over gradflow's
   // pool instead (see parallel.h). Set once, before the first GEMM.
   static const bool single_threaded = (openblas_set_num_threads(1), true);
   (void)single_threaded;
-  const T beta = accumulate ? T{1} : T{0};
+  // With a bias, C starts as the bias rows and GEMM adds to them (beta = 1),
+  // which costs less than GEMM's own zeroing of C (beta = 0) and a pass after.
+  if (bias)
+    for (int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * ldc);
+  const T beta = accumulate || bias ? T{1} : T{0};
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, blas_flag(la), blas_flag(lb), m, n, k, 1.0f, a, la.ld, b, lb.ld,
                 beta, c, ldc);
@@ -155,8 +168,8 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
 }
 
 template void gemm<float>(const float*, GemmOperand, const float*, GemmOperand, float*, int64_t,
-                          int64_t, int64_t, int64_t, bool, bool);
+                          int64_t, int64_t, int64_t, bool, bool, const float*);
 template void gemm<double>(const double*, GemmOperand, const double*, GemmOperand, double*, int64_t,
-                           int64_t, int64_t, int64_t, bool, bool);
+                           int64_t, int64_t, int64_t, bool, bool, const double*);
 
 }  // namespace gradflow

@@ -35,12 +35,13 @@ inline constexpr int64_t kSmallGemmMacs = int64_t{1} << 15;
 inline bool is_small_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= kSmallGemmMacs; }
 
 // C (M, N, row stride ldc) = A (M, K) B (K, N), plus C's old values when
-// `accumulate`. `small` picks the path (see above); matmul decides it on a
-// whole product before cutting it into row blocks, so a block takes the
-// path its product would, at any thread count.
+// `accumulate`, plus `bias` (N values, or null) on every row. `small` picks
+// the path (see above); matmul decides it on a whole product before cutting
+// it into pieces, so a piece takes the path its product would, at any
+// thread count. REQUIRES: not both accumulate and bias.
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool accumulate, bool small);
+          int64_t n, int64_t k, bool accumulate, bool small, const T* bias = nullptr);
 
 // The same with the path chosen by the product's own size.
 template <class T>

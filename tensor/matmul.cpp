@@ -30,7 +30,8 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
   return c == parts ? n : std::min(n, (c * n / parts + kAlign / 2) / kAlign * kAlign);
 }
 
-// One GEMM, C (M, N) = A (M, K) B (K, N) (+ C when accumulating), cut into
+// One GEMM, C (M, N) = A (M, K) B (K, N) (+ C when accumulating, + the bias
+// row on every row when there is one), cut into
 // one piece per thread, each an independent GEMM over the full K: by rows
 // of C, or by columns when C has too few rows (a weight's gradient, (N, K)
 // from a long sum over the batch). The cut depends on the thread count only,
@@ -38,7 +39,7 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
 // differently only where OpenBLAS's kernels depend on where a piece starts.
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
-                   int64_t n, int64_t k, bool accumulate) {
+                   int64_t n, int64_t k, bool accumulate, const T* bias = nullptr) {
   const bool small = is_small_gemm(m, n, k);
   const int64_t parts = std::clamp<int64_t>(m * n * k / kSplitMacs, 1, num_threads());
   const bool by_rows = m >= parts * kAlign || n < parts * kAlign;
@@ -48,12 +49,13 @@ void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c,
       if (by_rows) {
         const int64_t begin = cut(p, cuts, m), end = cut(p + 1, cuts, m);
         gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, accumulate,
-             small);
+             small, bias);
       } else {
         const int64_t begin = cut(p, cuts, n), end = cut(p + 1, cuts, n);
         // Columns [begin, end) of op(B): of B's rows, or of B^T's.
         const T* b_cols = lb.transposed ? b + begin * lb.ld : b + begin;
-        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, accumulate, small);
+        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, accumulate, small,
+             bias ? bias + begin : nullptr);
       }
     }
   });
@@ -167,19 +169,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (out.numel() == 0) return out;
   visit_float(x.dtype(), "linear", [&](auto zero) {
     using T = decltype(zero);
-    T* pc = out.data<T>();
-    if (bias.defined()) {
-      // Every row of C starts as the bias and GEMM adds the product to it
-      // (beta = 1), which costs less than GEMM's own zeroing of C (beta = 0)
-      // followed by a separate pass to add the bias.
-      const Tensor bc = bias.contiguous();
-      const T* pb = bc.data<T>();
-      parallel_for(m, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) std::copy(pb, pb + n, pc + i * n);
-      });
-    }
-    parallel_gemm(a.data<T>(), matrix_layout(a).operand, b.data<T>(), matrix_layout(b).operand, pc,
-                  m, n, k, bias.defined());
+    // The bias goes in with the product, not in a pass of its own (gemm.h).
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    parallel_gemm(a.data<T>(), matrix_layout(a).operand, b.data<T>(), matrix_layout(b).operand,
+                  out.data<T>(), m, n, k, false, bc.defined() ? bc.data<T>() : nullptr);
   });
   return out;
 }

@@ -261,10 +261,14 @@ TEST(Linear, AgainstTheLoop) {
     expect_linear(sample({4}, dt, 1), sample({5, 4}, dt, 2), sample({5}, dt, 3));
     expect_linear(sample({4, 3}, dt, 1).transpose(0, 1), sample({4, 5}, dt, 2).transpose(0, 1),
                   sample({10}, dt, 3).slice(0, 0, 10, 2));
-    // OpenBLAS's path, adding to the bias rows (beta = 1), cut into row blocks.
+    // Our tiles (N = 48) and OpenBLAS (N = 130, adding to the bias rows with
+    // beta = 1), cut into row pieces, and into column pieces when there are
+    // few rows (M = 20).
     for (int threads : {1, 2}) {
       testing::ThreadsFor guard(threads);
       expect_linear(sample({2, 150, 64}, dt, 4), sample({48, 64}, dt, 5), sample({48}, dt, 6));
+      expect_linear(sample({150, 64}, dt, 4), sample({130, 64}, dt, 5), sample({130}, dt, 6));
+      expect_linear(sample({20, 64}, dt, 4), sample({200, 64}, dt, 5), sample({200}, dt, 6));
     }
   }
   // K = 0: the bias alone.
