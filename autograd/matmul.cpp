@@ -30,23 +30,32 @@ Variable matmul(const Variable& a, const Variable& b) {
 // matmul(gelu(h), w) without keeping gelu(h): the backward recomputes it
 // from h, which the gelu's own backward needs anyway. In a transformer's
 // feed-forward that is one (B, T, d_ff) tensor less per layer held from the
-// forward to the backward (8 MB a layer in gpt-small), for one more gelu pass.
+// forward to the backward (8 MB a layer in gpt-small). When both gradients
+// are wanted, gelu(h) comes out of the same pass over h as dh, so the
+// recomputation costs no second erf.
 Variable gelu_matmul(const Variable& h, const Variable& w) {
   if (w.ndim() != 2) fail("gelu_matmul: w must be 2-D, got shape ", shape_str(w.shape()));
   const Tensor x = h.data(), y = w.data();
   const bool need_h = h.requires_grad(), need_w = w.requires_grad();
-  return make_result(matmul(gelu(x), y), "gelu_matmul", {h, w},
-                     [x, y, need_h, need_w](const Tensor& g) {
-                       Tensor gh, gw;
-                       // Shape: x (..., M, K), y (K, N), g (..., M, N).
-                       if (need_h) gh = gelu_backward(matmul(g, y.transpose(-1, -2)), x);
-                       if (need_w) {
-                         const Tensor a = gelu(x);
-                         const int64_t k = x.shape().back(), n = y.shape().back();
-                         gw = matmul(a.reshape({-1, k}).transpose(0, 1), g.reshape({-1, n}));
-                       }
-                       return std::vector<Tensor>{gh, gw};
-                     });
+  return make_result(
+      matmul(gelu(x), y), "gelu_matmul", {h, w}, [x, y, need_h, need_w](const Tensor& g) {
+        Tensor gh, gw, a;  // a = gelu(x), for gw
+        // Shape: x (..., M, K), y (K, N), g (..., M, N).
+        if (need_h && need_w) {
+          GeluBackward both = gelu_backward_with_value(matmul(g, y.transpose(-1, -2)), x);
+          gh = both.grad_x;
+          a = both.value;
+        } else if (need_h) {
+          gh = gelu_backward(matmul(g, y.transpose(-1, -2)), x);
+        } else if (need_w) {
+          a = gelu(x);
+        }
+        if (need_w) {
+          const int64_t k = x.shape().back(), n = y.shape().back();
+          gw = matmul(a.reshape({-1, k}).transpose(0, 1), g.reshape({-1, n}));
+        }
+        return std::vector<Tensor>{gh, gw};
+      });
 }
 
 }  // namespace gradflow

@@ -66,6 +66,17 @@ TEST(GeluMatmul, MatchesComposedAndGradchecks) {
     expect_near_vec(h1.grad(), h2.grad().to_vector(), 1e-6);
     expect_near_vec(w1.grad(), w2.grad().to_vector(), 1e-6);
   }
+  // With one of the two gradients wanted, the backward takes another path.
+  for (bool need_h : {true, false}) {
+    Variable h1(dense({2, 5, 6}), need_h), w1(dense({6, 3}), !need_h);
+    Variable h2(h1.data(), need_h), w2(w1.data(), !need_h);
+    Tensor g = dense({2, 5, 3});
+    fused({h1, w1}).backward(g);
+    composed({h2, w2}).backward(g);
+    const Variable& got = need_h ? h1 : w1;
+    const Variable& want = need_h ? h2 : w2;
+    expect_near_vec(got.grad(), want.grad().to_vector(), 1e-12);
+  }
   Variable h(dense({2, 3}), true), w3(dense({2, 3, 4}), true);
   EXPECT_THROW(gelu_matmul(h, w3), Error);
 }
