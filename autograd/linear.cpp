@@ -51,22 +51,36 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // gelu(h) is not kept from the forward to the backward: the backward
 // recomputes it from h, which gelu's own derivative needs anyway. In a
 // transformer's feed-forward that is one (B, T, d_ff) tensor less per layer
-// (8 MB a layer in gpt-small), for one more gelu pass.
+// (8 MB a layer in gpt-small). When both h and the weight want a gradient,
+// gelu(h) comes out of the same pass over h as dh (one erf per element).
 Variable gelu_linear(const Variable& h, const Variable& weight, const Variable& bias) {
   check_weight("gelu_linear", h, weight);
   const Tensor hd = h.data(), w = weight.data();
   const Tensor b = bias.defined() ? bias.data() : Tensor();
   const bool need_h = h.requires_grad(), need_w = weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
-  return make_result(
-      linear(gelu(hd), w, b), "gelu_linear", {h, weight, bias},
-      [hd, w, need_h, need_w, need_b](const Tensor& g) {
-        const Tensor a_rows = need_w ? gelu(hd).reshape({-1, w.shape()[1]}) : Tensor();
-        std::vector<Tensor> grads =
-            linear_backward(g, a_rows, hd.shape(), w, need_h, need_w, need_b);
-        if (need_h) grads[0] = gelu_backward(grads[0], hd);
-        return grads;
-      });
+  return make_result(linear(gelu(hd), w, b), "gelu_linear", {h, weight, bias},
+                     [hd, w, need_h, need_w, need_b](const Tensor& g) {
+                       // Shape: h (..., K), weight (N, K), g (..., N); a = gelu(h) as (M, K) rows.
+                       const int64_t n = w.shape()[0], k = w.shape()[1];
+                       const Tensor g_rows = g.reshape({-1, n});
+                       Tensor gh, gw, gb, a;
+                       if (need_h) {
+                         Tensor da = matmul(g_rows, w).view(hd.shape());  // the gradient at gelu(h)
+                         if (need_w) {
+                           GeluBackward both = gelu_backward_with_value(std::move(da), hd);
+                           gh = both.grad_x;
+                           a = both.value;
+                         } else {
+                           gh = gelu_backward(da, hd);
+                         }
+                       } else if (need_w) {
+                         a = gelu(hd);
+                       }
+                       if (need_w) gw = matmul(g_rows.transpose(0, 1), a.reshape({-1, k}));
+                       if (need_b) gb = sum(g_rows, {0});
+                       return std::vector<Tensor>{gh, gw, gb};
+                     });
 }
 
 }  // namespace gradflow

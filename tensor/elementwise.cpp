@@ -64,30 +64,81 @@ Tensor relu(const Tensor& a) {
   // x < 0, not x > 0: NaN fails both tests and so passes through, as in PyTorch.
   return map_unary(a, "relu", [](auto x) { return x < 0 ? decltype(x){0} : x; });
 }
+
+namespace {
+// The two halves of GELU's derivative, d/dx x Phi(x) = Phi(x) + x phi(x), with
+// Phi and phi the standard normal's cdf and density; gelu(x) is x Phi(x). One
+// place for the float/double split shared by the gelu kernels: float uses
+// fast_math.h, which vectorises; double uses libm.
+template <class T>
+T normal_cdf(T x) {
+  const T z = x * T(std::numbers::sqrt2 / 2);
+  if constexpr (std::is_same_v<T, float>) {
+    return 0.5f * (1 + fast::erf(z));
+  } else {
+    return 0.5 * (1 + std::erf(z));
+  }
+}
+template <class T>
+T x_normal_pdf(T x) {
+  const T z = x * T(std::numbers::sqrt2 / 2);
+  const T inv_sqrt_2pi = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+  if constexpr (std::is_same_v<T, float>) {
+    return x * fast::exp(-z * z) * inv_sqrt_2pi;
+  } else {
+    return x * std::exp(-z * z) * inv_sqrt_2pi;
+  }
+}
+}  // namespace
+
 Tensor gelu(const Tensor& a) {
-  return map_unary(a, "gelu", [](auto x) {
-    using T = decltype(x);
-    const T z = x * static_cast<T>(std::numbers::sqrt2 / 2);
-    if constexpr (std::is_same_v<T, float>) {
-      return 0.5f * x * (1 + fast::erf(z));  // vectorises; see fast_math.h
-    } else {
-      return 0.5 * x * (1 + std::erf(z));
-    }
-  });
+  return map_unary(a, "gelu", [](auto x) { return x * normal_cdf(x); });
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
-  // d/dx x Phi(x) = Phi(x) + x phi(x), in one pass with the multiply by grad.
-  return map_binary(grad, x, "gelu_backward", [](auto p, auto v) {
-    using T = decltype(v);
-    const T z = v * T(std::numbers::sqrt2 / 2);
-    const T inv_sqrt_2pi = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-    if constexpr (std::is_same_v<T, float>) {  // vectorises; see fast_math.h
-      return p * (0.5f * (1 + fast::erf(z)) + v * fast::exp(-z * z) * inv_sqrt_2pi);
-    } else {
-      return p * (0.5 * (1 + std::erf(z)) + v * std::exp(-z * z) * inv_sqrt_2pi);
-    }
+  return map_binary(grad, x, "gelu_backward",
+                    [](auto p, auto v) { return p * (normal_cdf(v) + x_normal_pdf(v)); });
+}
+
+GeluBackward gelu_backward_with_value(Tensor grad, const Tensor& x) {
+  constexpr std::string_view op = "gelu_backward_with_value";
+  check_same_dtype(grad, x, op);
+  if (grad.shape() != x.shape())
+    fail(op, ": grad of shape ", shape_str(grad.shape()), " does not match x of shape ",
+         shape_str(x.shape()));
+  // Nobody else can see grad's elements when this is its storage's only
+  // handle, so they may be overwritten (each is read before it is written).
+  const bool in_place = grad.is_contiguous() && grad.storage().use_count() == 1;
+  GeluBackward out{in_place ? grad : Tensor::empty(x.shape(), x.dtype()),
+                   Tensor::empty(x.shape(), x.dtype())};
+  visit_float(x.dtype(), op, [&](auto zero) {
+    using T = decltype(zero);
+    T* dx = out.grad_x.data<T>();
+    T* value = out.value.data<T>();
+    const T* g = grad.data<T>();
+    const T* xs = x.data<T>();
+    // Shape: grad, x, grad_x and value all (...); the outputs are contiguous,
+    // so a run steps through them by 1.
+    parallel_for_each_run<4>(
+        x.shape(), {out.grad_x.strides(), out.value.strides(), grad.strides(), x.strides()},
+        [&](int64_t n, Offsets<4> off, Offsets<4> st) {
+          T* pd = dx + off[0];
+          T* pv = value + off[1];
+          const T* pg = g + off[2];
+          const T* px = xs + off[3];
+          auto both = [](T p, T v, T& d, T& a) {
+            const T cdf = normal_cdf(v);
+            a = v * cdf;
+            d = p * (cdf + x_normal_pdf(v));
+          };
+          if (st[2] == 1 && st[3] == 1) {
+            for (int64_t i = 0; i < n; ++i) both(pg[i], px[i], pd[i], pv[i]);
+          } else {
+            for (int64_t i = 0; i < n; ++i) both(pg[i * st[2]], px[i * st[3]], pd[i], pv[i]);
+          }
+        });
   });
+  return out;
 }
 
 namespace {

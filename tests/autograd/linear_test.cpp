@@ -102,6 +102,19 @@ TEST(GeluLinear, MatchesComposedAndGradchecks) {
     expect_near_vec(w1.grad(), w2.grad().to_vector(), 1e-6);
     expect_near_vec(b1.grad(), b2.grad().to_vector(), 1e-6);
   }
+  // With one of h and the weight wanting a gradient, the backward takes
+  // another path (the one-pass kernel serves only both at once).
+  for (bool need_h : {true, false}) {
+    Variable h1(dense({2, 5, 6}), need_h), w1(dense({3, 6}), !need_h), b1(dense({3}), true);
+    Variable h2(h1.data(), need_h), w2(w1.data(), !need_h), b2(b1.data(), true);
+    Tensor g = dense({2, 5, 3});
+    gelu_lin({h1, w1, b1}).backward(g);
+    composed({h2, w2, b2}).backward(g);
+    const Variable& got = need_h ? h1 : w1;
+    const Variable& want = need_h ? h2 : w2;
+    expect_near_vec(got.grad(), want.grad().to_vector(), 1e-12);
+    expect_near_vec(b1.grad(), b2.grad().to_vector(), 1e-12);
+  }
 }
 
 }  // namespace

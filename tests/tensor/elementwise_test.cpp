@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "tensor/creation.h"
 #include "tests/tensor/testing.h"
@@ -218,6 +219,78 @@ TEST(Elementwise, GeluHandValues) {
       0.34573123063700656,  0.8413447460685429,   1.9544997361036416,   2.99595030590511};
   expect_tensor(gelu(x), {8}, expected, 1e-15);
   expect_tensor(gelu(x.to(DType::Float32)), {8}, expected, 2e-7);
+}
+
+// gelu_backward_with_value is gelu_backward and gelu from one pass: the same
+// values to rounding (g++ may fuse the multiply-adds differently in the one
+// loop than in the two), on contiguous, strided and expanded operands.
+TEST(Elementwise, GeluBackwardWithValueMatchesGeluAndGeluBackward) {
+  // |got - want| <= rel * scale: rel is about 2 ulp of a float, 1e-15 in double.
+  auto expect_close = [](const Tensor& got, const Tensor& want, const std::vector<double>& scale) {
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_EQ(got.dtype(), want.dtype());
+    EXPECT_TRUE(got.is_contiguous());
+    const double rel = got.dtype() == DType::Float32 ? 2.4e-7 : 1e-15;
+    const std::vector<double> g = elements(got), w = elements(want);
+    for (size_t i = 0; i < g.size(); ++i)
+      EXPECT_LE(std::abs(g[i] - w[i]), rel * scale[i]) << "at flat index " << i;
+  };
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    // x from -6 to 6 in steps of 1/16: through 0, both tails, and across
+    // fast::erf's seams at x = sqrt 2 and 3.95 sqrt 2 (and their negatives).
+    const Tensor x = arange(-6, 6, 0.0625, dt).reshape({12, 16});
+    const Tensor xt = arange(-6, 6, 0.0625, dt).reshape({16, 12}).transpose(0, 1);
+    const Tensor g = coarse({12, 16}, dt, 3);
+    const Tensor g_sliced = coarse({12, 32}, dt, 4).slice(1, 0, 32, 2);
+    const Tensor x_expanded = arange(-4, 4, 0.5, dt).reshape({1, 16}).expand({12, 16});
+    const std::vector<std::pair<Tensor, Tensor>> cases = {
+        {g, x},
+        {g, xt},
+        {g_sliced, x},
+        {g_sliced, xt},
+        {g, x_expanded},
+        {coarse({}, dt, 5), coarse({}, dt, 6)},
+        {coarse({0, 3}, dt, 1), coarse({0, 3}, dt, 2)}};
+    for (const auto& [grad, xs] : cases) {
+      SCOPED_TRACE("grad strides " + shape_str(grad.strides()) + ", x strides " +
+                   shape_str(xs.strides()) + " " + std::string(dtype_name(dt)));
+      const Tensor dx = gelu_backward(grad, xs), value = gelu(xs);
+      const GeluBackward r = gelu_backward_with_value(grad, xs);
+      // grad_x is grad (Phi(x) + x phi(x)), whose two terms cancel near
+      // x = -0.75: rounding is relative to grad there, not to the result.
+      std::vector<double> dx_scale, value_scale;
+      for (double v : elements(value)) value_scale.push_back(std::abs(v));
+      const std::vector<double> gs = elements(grad), dxs = elements(dx);
+      for (size_t i = 0; i < gs.size(); ++i) dx_scale.push_back(std::abs(dxs[i]) + std::abs(gs[i]));
+      expect_close(r.grad_x, dx, dx_scale);
+      expect_close(r.value, value, value_scale);
+    }
+  }
+  // Handed the only handle to grad, the kernel writes grad_x over it; a grad
+  // someone else still holds is left alone.
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    const Tensor x = arange(-3, 3, 0.125, dt).reshape({4, 12});
+    const Tensor held = coarse({4, 12}, dt, 7), kept = held.clone();
+    const GeluBackward copied = gelu_backward_with_value(held, x);
+    EXPECT_NE(copied.grad_x.storage(), held.storage());
+    EXPECT_EQ(held.to_vector(), kept.to_vector());
+    Tensor given = held.clone();
+    const Storage* buffer = given.storage().get();
+    const GeluBackward reused = gelu_backward_with_value(std::move(given), x);
+    EXPECT_EQ(reused.grad_x.storage().get(), buffer);
+    EXPECT_EQ(reused.grad_x.to_vector(), copied.grad_x.to_vector());
+    EXPECT_EQ(reused.value.to_vector(), copied.value.to_vector());
+  }
+  const Tensor a = zeros({3, 4}), b = zeros({4, 3});
+  const std::string msg = error_message([&] { gelu_backward_with_value(a, b); });
+  EXPECT_TRUE(contains(msg, "gelu_backward_with_value") && contains(msg, "(3, 4)") &&
+              contains(msg, "(4, 3)"))
+      << msg;
+  const Tensor row = zeros({1, 4});  // would broadcast, but this kernel does not
+  EXPECT_TRUE(contains(error_message([&] { gelu_backward_with_value(a, row); }),
+                       "gelu_backward_with_value: grad of shape (3, 4)"));
+  EXPECT_TRUE(contains(error_message([&] { gelu_backward_with_value(a, a.to(DType::Float64)); }),
+                       "gelu_backward_with_value: dtypes differ"));
 }
 
 TEST(Elementwise, DtypeAndShapeErrors) {

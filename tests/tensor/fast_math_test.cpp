@@ -39,10 +39,11 @@ TEST(FastMath, ExpWithinOneAndAHalfUlp) {
   EXPECT_GT(worst, 0);    // it is an approximation: the sweep did reach it
 }
 
-TEST(FastMath, ErfWithinTwoAndAHalfUlp) {
+TEST(FastMath, ErfWithinTwoUlp) {
   const double worst = worst_ulp([](float x) { return fast::erf(x); },
                                  [](double x) { return std::erf(x); }, -6.0f, 6.0f, 1e-7f);
-  EXPECT_LE(worst, 2.5);
+  EXPECT_LE(worst, 2.0);  // 1.57 when g++ fuses the multiply-adds, 1.66 when not
+  EXPECT_GT(worst, 0);
 }
 
 TEST(FastMath, SpecialValues) {
@@ -58,7 +59,8 @@ TEST(FastMath, SpecialValues) {
   EXPECT_EQ(fast::erf(10.0f), 1.0f);
   EXPECT_TRUE(std::isnan(fast::erf(nan)));
   // Odd: erf(-x) is exactly -erf(x).
-  for (float x : {0.3f, 1.0f, 1.5f, 3.9f}) EXPECT_EQ(fast::erf(-x), -fast::erf(x)) << x;
+  for (float x : {0.3f, 1.0f, 1.01f, 1.5f, 3.9f, 3.95f})
+    EXPECT_EQ(fast::erf(-x), -fast::erf(x)) << x;
 }
 
 // GELU in float32 uses fast::erf, in float64 std::erf: they agree to float

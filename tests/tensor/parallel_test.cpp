@@ -111,6 +111,10 @@ TEST(Parallel, KernelsAreBitwiseTheSameAtAnyThreadCount) {
     Tensor acc = big.clone();
     add_(acc, strided);
     out.push_back(acc);
+    // Two outputs, a contiguous grad with a transposed x.
+    const GeluBackward both = gelu_backward_with_value(big.select(0, 1), t);
+    out.push_back(both.grad_x);
+    out.push_back(both.value);
     out.push_back(Tensor::empty({3, 190, 257}).fill_(0.25));
     return out;
   };
