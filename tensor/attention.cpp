@@ -198,7 +198,7 @@ void weights_row(T* row, const T* mask_row, int64_t s, T scale, T& top, T& inv, 
 // The head's weights (T, S) into w: scores by GEMM, then row by row.
 template <class T>
 void head_weights(const Problem& p, const Head<T>& h, T scale, T* w, T* top, T* inv, bool forward) {
-  gemm(h.q, h.lq, h.k, GemmOperand{true, h.lk.ld}, w, p.s, p.t, p.s, p.d, false);
+  gemm(h.q, h.lq, h.k, GemmOperand{true, h.lk.ld}, w, p.s, p.t, p.s, p.d);
   for (int64_t i = 0; i < p.t; ++i)
     weights_row(w + i * p.s, h.mask ? h.mask + i * h.mask_row : nullptr, p.s, scale, top[i], inv[i],
                 forward);
@@ -232,7 +232,7 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
         T* inv = f.row_inv.data<T>() + item * p.t;
         head_weights(p, h, static_cast<T>(scale), weights.data(), top, inv, true);
         T* out = f.out.data<T>() + item_offset(item, p.batch, f.out.strides());
-        gemm(weights.data(), GemmOperand{false, p.s}, h.v, h.lv, out, lo.ld, p.t, p.dv, p.s, false);
+        gemm(weights.data(), GemmOperand{false, p.s}, h.v, h.lv, out, lo.ld, p.t, p.dv, p.s);
       }
     });
   });
@@ -282,10 +282,10 @@ AttentionGrads attention_backward(const Tensor& dout_in, const Tensor& q, const 
         T* inv = stats_inv.data<T>() + item * p.t;
         head_weights(p, h, sc, w, top, inv, false);
         if (need_v)  // dv (S, Dv) = w^T (S, T) dout (T, Dv)
-          gemm(w, GemmOperand{true, p.s}, go, lgo, grad_at(g.dv, item), ldv, p.s, p.dv, p.t, false);
+          gemm(w, GemmOperand{true, p.s}, go, lgo, grad_at(g.dv, item), ldv, p.s, p.dv, p.t);
         if (!need_q && !need_k) continue;
         // dw (T, S) = dout (T, Dv) v^T (Dv, S), then the softmax's backward in place.
-        gemm(go, lgo, h.v, GemmOperand{true, h.lv.ld}, dw, p.s, p.t, p.s, p.dv, false);
+        gemm(go, lgo, h.v, GemmOperand{true, h.lv.ld}, dw, p.s, p.t, p.s, p.dv);
         for (int64_t i = 0; i < p.t; ++i) {
           const T* wr = w + i * p.s;
           T* dr = dw + i * p.s;
@@ -294,11 +294,9 @@ AttentionGrads attention_backward(const Tensor& dout_in, const Tensor& q, const 
           for (int64_t j = 0; j < p.s; ++j) dr[j] = wr[j] * (dr[j] - dot) * sc;
         }
         if (need_q)  // dq (T, D) = dscores (T, S) k (S, D)
-          gemm(dw, GemmOperand{false, p.s}, h.k, h.lk, grad_at(g.dq, item), ldq, p.t, p.d, p.s,
-               false);
+          gemm(dw, GemmOperand{false, p.s}, h.k, h.lk, grad_at(g.dq, item), ldq, p.t, p.d, p.s);
         if (need_k)  // dk (S, D) = dscores^T (S, T) q (T, D)
-          gemm(dw, GemmOperand{true, p.s}, h.q, h.lq, grad_at(g.dk, item), ldk, p.s, p.d, p.t,
-               false);
+          gemm(dw, GemmOperand{true, p.s}, h.q, h.lq, grad_at(g.dk, item), ldk, p.s, p.d, p.t);
       }
     });
   });

@@ -34,20 +34,19 @@ GemmLayout gemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t c
 inline constexpr int64_t kSmallGemmMacs = int64_t{1} << 15;
 inline bool is_small_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= kSmallGemmMacs; }
 
-// C (M, N, row stride ldc) = A (M, K) B (K, N), plus C's old values when
-// `accumulate`, plus `bias` (N values, or null) on every row. `small` picks
-// the path (see above); matmul decides it on a whole product before cutting
-// it into pieces, so a piece takes the path its product would, at any
-// thread count. REQUIRES: not both accumulate and bias.
+// C (M, N, row stride ldc) = A (M, K) B (K, N), plus `bias` (N values, or
+// null) on every row. `small` picks the path (see above); matmul decides it
+// on a whole product before cutting it into pieces, so a piece takes the
+// path its product would, at any thread count.
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool accumulate, bool small, const T* bias = nullptr);
+          int64_t n, int64_t k, bool small, const T* bias = nullptr);
 
 // The same with the path chosen by the product's own size.
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool accumulate) {
-  gemm(a, la, b, lb, c, ldc, m, n, k, accumulate, is_small_gemm(m, n, k));
+          int64_t n, int64_t k) {
+  gemm(a, la, b, lb, c, ldc, m, n, k, is_small_gemm(m, n, k));
 }
 
 // Where row i of op(A) starts.

@@ -30,8 +30,8 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
   return c == parts ? n : std::min(n, (c * n / parts + kAlign / 2) / kAlign * kAlign);
 }
 
-// One GEMM, C (M, N) = A (M, K) B (K, N) (+ C when accumulating, + the bias
-// row on every row when there is one), cut into
+// One GEMM, C (M, N) = A (M, K) B (K, N) (+ the bias row on every row when
+// there is one), cut into
 // one piece per thread, each an independent GEMM over the full K: by rows
 // of C, or by columns when C has too few rows (a weight's gradient, (N, K)
 // from a long sum over the batch). The cut depends on the thread count only,
@@ -39,7 +39,7 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
 // differently only where OpenBLAS's kernels depend on where a piece starts.
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
-                   int64_t n, int64_t k, bool accumulate, const T* bias = nullptr) {
+                   int64_t n, int64_t k, const T* bias = nullptr) {
   const bool small = is_small_gemm(m, n, k);
   const int64_t parts = std::clamp<int64_t>(m * n * k / kSplitMacs, 1, num_threads());
   const bool by_rows = m >= parts * kAlign || n < parts * kAlign;
@@ -48,13 +48,12 @@ void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c,
     for (int64_t p = first; p < last; ++p) {
       if (by_rows) {
         const int64_t begin = cut(p, cuts, m), end = cut(p + 1, cuts, m);
-        gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, accumulate,
-             small, bias);
+        gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, small, bias);
       } else {
         const int64_t begin = cut(p, cuts, n), end = cut(p + 1, cuts, n);
         // Columns [begin, end) of op(B): of B's rows, or of B^T's.
         const T* b_cols = lb.transposed ? b + begin * lb.ld : b + begin;
-        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, accumulate, small,
+        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, small,
              bias ? bias + begin : nullptr);
       }
     }
@@ -124,7 +123,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     T* pc = out.data<T>();
     if (n_items < num_threads()) {  // few big matrices: cut each one
       for (const Offsets<3>& o : items)
-        parallel_gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], m, n, k, false);
+        parallel_gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], m, n, k);
       return;
     }
     // Many matrices (attention's batch x heads): whole matrices per thread.
@@ -133,7 +132,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     parallel_for(n_items, grain, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
         const Offsets<3>& o = items[static_cast<size_t>(i)];
-        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k, false, small);
+        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k, small);
       }
     });
   });
@@ -172,7 +171,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // The bias goes in with the product, not in a pass of its own (gemm.h).
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
     parallel_gemm(a.data<T>(), matrix_layout(a).operand, b.data<T>(), matrix_layout(b).operand,
-                  out.data<T>(), m, n, k, false, bc.defined() ? bc.data<T>() : nullptr);
+                  out.data<T>(), m, n, k, bc.defined() ? bc.data<T>() : nullptr);
   });
   return out;
 }
