@@ -6,11 +6,28 @@
 #include <thread>
 #include <vector>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include "tensor/error.h"
 
 namespace gradflow {
 
 namespace {
+
+#if defined(__SSE__)
+// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6).
+constexpr unsigned kFlushBits = 0x8040;
+unsigned float_mode() { return _mm_getcsr() & kFlushBits; }
+void set_float_mode(unsigned mode) {
+  const unsigned csr = _mm_getcsr();
+  if ((csr & kFlushBits) != mode) _mm_setcsr((csr & ~kFlushBits) | mode);
+}
+#else
+unsigned float_mode() { return 0; }
+void set_float_mode(unsigned) {}
+#endif
 
 // One parallel_for call. Shared by pointer so that a worker which wakes late,
 // after the caller has already returned, still holds a live Job: it finds no
@@ -19,6 +36,7 @@ struct Job {
   detail::ChunkFn fn;
   const void* ctx;
   int64_t n, chunks;
+  unsigned float_mode;           // the caller's denormal handling, for every chunk
   std::atomic<int64_t> next{0};  // the next chunk to claim
   std::atomic<int64_t> done{0};  // chunks finished
 
@@ -73,6 +91,7 @@ class Pool {
     job->ctx = ctx;
     job->n = n;
     job->chunks = chunks;
+    job->float_mode = float_mode();
     {
       std::lock_guard<std::mutex> lock(job_mutex_);
       job_ = job;
@@ -96,7 +115,9 @@ class Pool {
         std::lock_guard<std::mutex> lock(job_mutex_);
         job = job_;
       }
-      if (job) job->work();
+      if (!job) continue;
+      set_float_mode(job->float_mode);
+      job->work();
     }
   }
 
@@ -139,6 +160,14 @@ void set_num_threads(int threads) {
 }
 
 int num_threads() { return pool().threads(); }
+
+#if defined(__SSE__)
+void set_flush_denormals(bool on) { set_float_mode(on ? kFlushBits : 0); }
+bool flush_denormals() { return float_mode() == kFlushBits; }
+#else
+void set_flush_denormals(bool) {}
+bool flush_denormals() { return false; }
+#endif
 
 namespace detail {
 

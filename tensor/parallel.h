@@ -32,6 +32,18 @@ namespace gradflow {
 void set_num_threads(int threads);
 int num_threads();
 
+// Denormal (subnormal) floats, below about 1.2e-38 in float32: Intel cores
+// take a slow path, tens of times slower, for each operation that reads or
+// makes one, and the gradients behind a saturated softmax are full of them
+// (the scaling study's unscaled attention ran five times slower). With
+// flushing on, the calling thread's float arithmetic reads them as 0 and
+// writes 0 in their place (x86's DAZ and FTZ modes), and so does the work a
+// parallel_for from that thread hands to the pool; threads it starts later
+// inherit the mode on Linux. Off by default, as in IEEE 754; the programs
+// turn it on. A no-op where the CPU has no such mode.
+void set_flush_denormals(bool on);  // for the calling thread
+bool flush_denormals();             // the calling thread's mode
+
 namespace detail {
 using ChunkFn = void (*)(const void* ctx, int64_t begin, int64_t end);
 // Runs chunk c of `chunks` (covering [c*n/chunks, (c+1)*n/chunks)) for all c.

@@ -106,6 +106,9 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
                      " must be divisible by --heads " + std::to_string(flags.heads));
   set_num_threads(flags.threads);
+  // Denormal gradients (a saturated softmax's) would slow Intel cores several
+  // times over for a difference below 1e-38 (tensor/parallel.h).
+  set_flush_denormals(true);
   return metadata;
 }
 

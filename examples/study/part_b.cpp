@@ -24,6 +24,7 @@
 #include "nn/optim.h"
 #include "nn/toy_tasks.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace gradflow::study {
 
@@ -265,7 +266,9 @@ PartBResult run_part_b(const PartBOptions& o, const std::vector<double>& lrs, bo
   std::mutex lock;
   std::string error;
   size_t done = 0;
+  const bool flush = flush_denormals();  // the runs take the caller's mode
   auto worker = [&] {
+    set_flush_denormals(flush);
     for (size_t i; (i = next++) < specs.size();) {
       try {
         outputs[i] = train_run(specs[i], o);

@@ -153,5 +153,24 @@ TEST(Parallel, MatmulAgreesAtEveryThreadCount) {
   }
 }
 
+// 1e-30 * 1e-10 = 1e-40 is a denormal float: kept as IEEE 754 says by
+// default, 0 with flushing on, on the calling thread and on the pool's
+// threads alike (the mode travels with the job, whatever mode the worker
+// thread had).
+TEST(Parallel, FlushDenormalsReachesThePoolsThreads) {
+  ThreadsFor pool(2);
+  const int64_t n = 1 << 18;  // cut over both threads
+  const Tensor a = full({n}, 1e-30), b = full({n}, 1e-10);
+  ASSERT_FALSE(flush_denormals());
+  const std::vector<double> kept = elements(mul(a, b));
+  EXPECT_EQ(kept.front(), static_cast<double>(1e-30f * 1e-10f));
+  EXPECT_NE(kept.back(), 0.0);
+  set_flush_denormals(true);
+  if (!flush_denormals()) GTEST_SKIP() << "this CPU has no denormal mode";
+  EXPECT_EQ(elements(mul(a, b)), std::vector<double>(n, 0.0));
+  set_flush_denormals(false);
+  EXPECT_EQ(elements(mul(a, b)), kept);
+}
+
 }  // namespace
 }  // namespace gradflow
