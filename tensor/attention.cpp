@@ -155,6 +155,24 @@ Head<T> head(const Problem& p, int64_t item) {
   return h;
 }
 
+// The sum of term(j) for j in [0, n), accumulated in T in 16 interleaved
+// partial sums (one 512-bit vector of floats). A row here is short (S keys,
+// 16 in seq2seq-tiny) and consumed in T: widening to double, as lane_sum
+// does, cost more than the row's arithmetic, for an error (about n/16 float
+// roundings per partial) far below what the weights resolve.
+template <class T, class Term>
+T row_sum(int64_t n, const Term& term) {
+  constexpr int kParts = 16;
+  T part[kParts] = {};
+  int64_t j = 0;
+  for (; j + kParts <= n; j += kParts)
+    for (int k = 0; k < kParts; ++k) part[k] += term(j + k);
+  for (int k = 0; j < n; ++j, ++k) part[k] += term(j);
+  T total = 0;
+  for (int k = 0; k < kParts; ++k) total += part[k];
+  return total;
+}
+
 // Turns one row of scores into weights in place: z = scale * score, -inf
 // where masked, then exp(z - top) * inv. The forward computes top (the
 // largest z) and inv (1 / the sum of the exponentials) and returns them; the
@@ -189,8 +207,7 @@ void weights_row(T* row, const T* mask_row, int64_t s, T scale, T& top, T& inv, 
   } else {
     for (int64_t j = 0; j < s; ++j) row[j] = row[j] == neg_inf ? 0.0 : std::exp(row[j] - m);
   }
-  if (forward)
-    inv = static_cast<T>(1.0 / lane_sum(s, [&](int64_t j) { return static_cast<double>(row[j]); }));
+  if (forward) inv = T{1} / row_sum<T>(s, [&](int64_t j) { return row[j]; });
   const T scale_by = inv;
   for (int64_t j = 0; j < s; ++j) row[j] *= scale_by;
 }
@@ -289,8 +306,7 @@ AttentionGrads attention_backward(const Tensor& dout_in, const Tensor& q, const 
         for (int64_t i = 0; i < p.t; ++i) {
           const T* wr = w + i * p.s;
           T* dr = dw + i * p.s;
-          const T dot = static_cast<T>(
-              lane_sum(p.s, [&](int64_t j) { return static_cast<double>(dr[j] * wr[j]); }));
+          const T dot = row_sum<T>(p.s, [&](int64_t j) { return dr[j] * wr[j]; });
           for (int64_t j = 0; j < p.s; ++j) dr[j] = wr[j] * (dr[j] - dot) * sc;
         }
         if (need_q)  // dq (T, D) = dscores (T, S) k (S, D)
