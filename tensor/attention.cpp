@@ -4,15 +4,11 @@
 #include "tensor/attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <numeric>
-#include <type_traits>
 #include <vector>
 
-#include "tensor/fast_math.h"
 #include "tensor/gemm.h"
-#include "tensor/lanes.h"
+#include "tensor/masked_softmax.h"
 #include "tensor/parallel.h"
 
 namespace gradflow {
@@ -55,12 +51,7 @@ Tensor empty_laid_out_like(const Shape& shape, const Strides& like, DType dtype)
 
 // The element offset of matrix `item` (row-major over the batch axes).
 int64_t item_offset(int64_t item, const Shape& batch, const Strides& strides) {
-  int64_t offset = 0;
-  for (int64_t axis = static_cast<int64_t>(batch.size()) - 1; axis >= 0; --axis) {
-    offset += (item % batch[axis]) * strides[axis];
-    item /= batch[axis];
-  }
-  return offset;
+  return leading_offset(item, batch, strides, batch.size());
 }
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
@@ -155,70 +146,13 @@ Head<T> head(const Problem& p, int64_t item) {
   return h;
 }
 
-// The sum of term(j) for j in [0, n), accumulated in T in 16 interleaved
-// partial sums (one 512-bit vector of floats). A row here is short (S keys,
-// 16 in seq2seq-tiny) and consumed in T: widening to double, as lane_sum
-// does, cost more than the row's arithmetic, for an error (about n/16 float
-// roundings per partial) far below what the weights resolve.
-template <class T, class Term>
-T row_sum(int64_t n, const Term& term) {
-  constexpr int kParts = 16;
-  T part[kParts] = {};
-  int64_t j = 0;
-  for (; j + kParts <= n; j += kParts)
-    for (int k = 0; k < kParts; ++k) part[k] += term(j + k);
-  for (int k = 0; j < n; ++j, ++k) part[k] += term(j);
-  T total = 0;
-  for (int k = 0; k < kParts; ++k) total += part[k];
-  return total;
-}
-
-// Turns one row of scores into weights in place: z = scale * score, -inf
-// where masked, then exp(z - top) * inv. The forward computes top (the
-// largest z) and inv (1 / the sum of the exponentials) and returns them; the
-// backward passes them back in and gets the same bits. A row with every key
-// masked becomes zeros, with top = -inf and inv = 0.
-template <class T>
-void weights_row(T* row, const T* mask_row, int64_t s, T scale, T& top, T& inv, bool forward) {
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  if (mask_row) {
-    // Both sides computed, then one picked: a branch-free loop g++ vectorises.
-    for (int64_t j = 0; j < s; ++j) {
-      const T z = row[j] * scale;
-      row[j] = mask_row[j] != 0 ? neg_inf : z;
-    }
-  } else {
-    for (int64_t j = 0; j < s; ++j) row[j] *= scale;
-  }
-  if (forward) top = lane_max(row, s, neg_inf);
-  if (top == neg_inf) {  // every key masked: no distribution to speak of
-    std::fill(row, row + s, T{0});
-    inv = 0;
-    return;
-  }
-  // Masked entries are set to 0 rather than left to exp(-inf): the fast
-  // float exp stops at e^-87 (tensor/fast_math.h), not at 0.
-  const T m = top;
-  if constexpr (std::is_same_v<T, float>) {
-    for (int64_t j = 0; j < s; ++j) {
-      const float e = fast::exp(row[j] - m);
-      row[j] = row[j] == neg_inf ? 0.0f : e;
-    }
-  } else {
-    for (int64_t j = 0; j < s; ++j) row[j] = row[j] == neg_inf ? 0.0 : std::exp(row[j] - m);
-  }
-  if (forward) inv = T{1} / row_sum<T>(s, [&](int64_t j) { return row[j]; });
-  const T scale_by = inv;
-  for (int64_t j = 0; j < s; ++j) row[j] *= scale_by;
-}
-
 // The head's weights (T, S) into w: scores by GEMM, then row by row.
 template <class T>
 void head_weights(const Problem& p, const Head<T>& h, T scale, T* w, T* top, T* inv, bool forward) {
   gemm(h.q, h.lq, h.k, GemmOperand{true, h.lk.ld}, w, p.s, p.t, p.s, p.d);
   for (int64_t i = 0; i < p.t; ++i)
-    weights_row(w + i * p.s, h.mask ? h.mask + i * h.mask_row : nullptr, p.s, scale, top[i], inv[i],
-                forward);
+    masked_softmax_row(w + i * p.s, h.mask ? h.mask + i * h.mask_row : nullptr, w + i * p.s, p.s,
+                       scale, top[i], inv[i], forward);
 }
 
 int64_t grain_for(const Problem& p) {
@@ -306,7 +240,7 @@ AttentionGrads attention_backward(const Tensor& dout_in, const Tensor& q, const 
         for (int64_t i = 0; i < p.t; ++i) {
           const T* wr = w + i * p.s;
           T* dr = dw + i * p.s;
-          const T dot = row_sum<T>(p.s, [&](int64_t j) { return dr[j] * wr[j]; });
+          const T dot = lane_sum<T, 16>(p.s, [&](int64_t j) { return dr[j] * wr[j]; });
           for (int64_t j = 0; j < p.s; ++j) dr[j] = wr[j] * (dr[j] - dot) * sc;
         }
         if (need_q)  // dq (T, D) = dscores (T, S) k (S, D)

@@ -3,11 +3,7 @@
 #include "tensor/masked_softmax.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <type_traits>
 
-#include "tensor/fast_math.h"
 #include "tensor/lanes.h"
 #include "tensor/parallel.h"
 
@@ -24,12 +20,7 @@ int64_t rows_of(const Shape& shape) { return numel_of(Shape(shape.begin(), shape
 // Where row r of a (..., S) tensor starts in a tensor read through `strides`
 // (a broadcast mask: 0 along the axes it repeats over).
 int64_t row_offset(int64_t r, const Shape& shape, const Strides& strides) {
-  int64_t offset = 0;
-  for (int64_t axis = static_cast<int64_t>(shape.size()) - 2; axis >= 0; --axis) {
-    offset += (r % shape[axis]) * strides[axis];
-    r /= shape[axis];
-  }
-  return offset;
+  return leading_offset(r, shape, strides, shape.size() - 1);
 }
 
 }  // namespace
@@ -68,41 +59,15 @@ Tensor scaled_masked_softmax(const Tensor& input, double scale, const Tensor& ma
     T* py = out.data<T>();
     // Shape: scores and y are (R, S); the mask's rows are (S), shared by rows.
     parallel_for(rows, row_grain(s), [&](int64_t begin, int64_t end) {
-      // Locals, not captures: g++ reloads a captured value after every store
-      // through yr (it might alias) and then will not vectorise the loop.
-      // The scale is rounded to T first, as the composed scores * scale does.
-      const T sc = static_cast<T>(scale), neg_inf = -std::numeric_limits<T>::infinity();
+      // A local, not a capture: g++ reloads a captured value after every
+      // store through y (it might alias) and then will not vectorise. The
+      // scale is rounded to T first, as the composed scores * scale does.
+      const T sc = static_cast<T>(scale);
       for (int64_t r = begin; r < end; ++r) {
-        const T* sr = ps + r * s;
-        T* yr = py + r * s;
-        if (pm) {
-          const T* mr = pm + row_offset(r, scores.shape(), mask_strides);
-          // Both sides computed, then one picked: a branch-free loop g++ vectorises.
-          for (int64_t j = 0; j < s; ++j) {
-            const T z = sr[j] * sc;
-            yr[j] = mr[j] != 0 ? neg_inf : z;
-          }
-        } else {
-          for (int64_t j = 0; j < s; ++j) yr[j] = sr[j] * sc;
-        }
-        const T top = lane_max(yr, s, neg_inf);
-        if (top == neg_inf) {  // every key masked: no distribution to speak of
-          std::fill(yr, yr + s, T{0});
-          continue;
-        }
-        // Masked entries are set to 0 rather than left to exp(-inf): the fast
-        // float exp stops at e^-87 (tensor/fast_math.h), not at 0.
-        if constexpr (std::is_same_v<T, float>) {
-          for (int64_t j = 0; j < s; ++j) {
-            const float e = fast::exp(yr[j] - top);
-            yr[j] = yr[j] == neg_inf ? 0.0f : e;
-          }
-        } else {
-          for (int64_t j = 0; j < s; ++j) yr[j] = yr[j] == neg_inf ? 0.0 : std::exp(yr[j] - top);
-        }
-        const T inv = static_cast<T>(
-            1.0 / lane_sum(s, [&](int64_t j) { return static_cast<double>(yr[j]); }));
-        for (int64_t j = 0; j < s; ++j) yr[j] *= inv;
+        T top, inv;
+        masked_softmax_row(ps + r * s,
+                           pm ? pm + row_offset(r, scores.shape(), mask_strides) : nullptr,
+                           py + r * s, s, sc, top, inv, true);
       }
     });
   });

@@ -56,4 +56,13 @@ Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shap
   return out;
 }
 
+int64_t leading_offset(int64_t index, const Shape& shape, const Strides& strides, size_t axes) {
+  int64_t offset = 0;
+  for (size_t axis = axes; axis-- > 0;) {
+    offset += (index % shape[axis]) * strides[axis];
+    index /= shape[axis];
+  }
+  return offset;
+}
+
 }  // namespace gradflow

@@ -28,4 +28,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 // (which it must broadcast to): stride 0 along repeated axes.
 Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& to);
 
+// The element offset, through `strides`, of the index-th position (row-major)
+// of the first `axes` axes of `shape`: where row or matrix `index` of a
+// tensor starts.
+int64_t leading_offset(int64_t index, const Shape& shape, const Strides& strides, size_t axes);
+
 }  // namespace gradflow
