@@ -101,12 +101,20 @@ std::pair<const T*, int64_t> pack_b(const T* b, GemmOperand lb, int64_t n, int64
   if (!lb.transposed && n % W == 0) return {b, lb.ld};
   const int64_t np = (n + W - 1) / W * W;
   thread_local std::vector<T> packed;  // per thread: callers run GEMMs in parallel
-  packed.assign(static_cast<size_t>(k * np), T{0});
-  const int64_t b_row = lb.transposed ? 1 : lb.ld, b_col = lb.transposed ? lb.ld : 1;
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j)
-      packed[static_cast<size_t>(p * np + j)] = b[p * b_row + j * b_col];
-  return {packed.data(), np};
+  if (packed.size() < static_cast<size_t>(k * np)) packed.resize(static_cast<size_t>(k * np));
+  T* out = packed.data();
+  if (lb.transposed) {
+    // B^T's stored rows are B's columns: read each along its row, in blocks
+    // of 16 that stay in cache while their values go out 16 at a time.
+    for (int64_t j0 = 0; j0 < n; j0 += 16)
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = j0; j < std::min<int64_t>(j0 + 16, n); ++j)
+          out[p * np + j] = b[j * lb.ld + p];
+  } else {
+    for (int64_t p = 0; p < k; ++p) std::copy(b + p * lb.ld, b + p * lb.ld + n, out + p * np);
+  }
+  for (int64_t p = 0; p < k && n < np; ++p) std::fill(out + p * np + n, out + (p + 1) * np, T{0});
+  return {out, np};
 }
 
 template <class T, int R, int V>
