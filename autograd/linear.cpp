@@ -26,23 +26,29 @@ std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x_rows, const
   return {gx, gw, gb};
 }
 
-void check_weight(const char* op, const Variable& x, const Variable& weight) {
+// The operands of linear and gelu_linear, checked, and which gradients are
+// wanted: x (..., K), weight (N, K), bias (N) or undefined.
+struct Operands {
+  Tensor x, w, b;
+  bool need_x, need_w, need_b;
+};
+
+Operands operands(const char* op, const Variable& x, const Variable& weight, const Variable& bias) {
   if (!x.defined() || !weight.defined()) fail(op, ": undefined input");
   if (weight.ndim() != 2 || x.ndim() < 1 || x.shape().back() != weight.shape()[1])
     fail(op, ": expected x (..., K) and weight (N, K), got x ", shape_str(x.shape()),
          " and weight ", shape_str(weight.shape()));
+  return {x.data(),          weight.data(),          bias.defined() ? bias.data() : Tensor(),
+          x.requires_grad(), weight.requires_grad(), bias.defined() && bias.requires_grad()};
 }
 
 }  // namespace
 
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
-  check_weight("linear", x, weight);
-  const Tensor xd = x.data(), w = weight.data();
-  const Tensor b = bias.defined() ? bias.data() : Tensor();
-  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
-  const bool need_b = bias.defined() && bias.requires_grad();
-  return make_result(linear(xd, w, b), "linear", {x, weight, bias},
-                     [xd, w, need_x, need_w, need_b](const Tensor& g) {
+  const Operands in = operands("linear", x, weight, bias);
+  return make_result(linear(in.x, in.w, in.b), "linear", {x, weight, bias},
+                     [xd = in.x, w = in.w, need_x = in.need_x, need_w = in.need_w,
+                      need_b = in.need_b](const Tensor& g) {
                        const Tensor x_rows = need_w ? xd.reshape({-1, w.shape()[1]}) : Tensor();
                        return linear_backward(g, x_rows, xd.shape(), w, need_x, need_w, need_b);
                      });
@@ -54,13 +60,10 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // (8 MB a layer in gpt-small). When both h and the weight want a gradient,
 // gelu(h) comes out of the same pass over h as dh (one erf per element).
 Variable gelu_linear(const Variable& h, const Variable& weight, const Variable& bias) {
-  check_weight("gelu_linear", h, weight);
-  const Tensor hd = h.data(), w = weight.data();
-  const Tensor b = bias.defined() ? bias.data() : Tensor();
-  const bool need_h = h.requires_grad(), need_w = weight.requires_grad();
-  const bool need_b = bias.defined() && bias.requires_grad();
-  return make_result(linear(gelu(hd), w, b), "gelu_linear", {h, weight, bias},
-                     [hd, w, need_h, need_w, need_b](const Tensor& g) {
+  const Operands in = operands("gelu_linear", h, weight, bias);
+  return make_result(linear(gelu(in.x), in.w, in.b), "gelu_linear", {h, weight, bias},
+                     [hd = in.x, w = in.w, need_h = in.need_x, need_w = in.need_w,
+                      need_b = in.need_b](const Tensor& g) {
                        // Shape: h (..., K), weight (N, K), g (..., N); a = gelu(h) as (M, K) rows.
                        const int64_t n = w.shape()[0], k = w.shape()[1];
                        const Tensor g_rows = g.reshape({-1, n});
