@@ -12,20 +12,6 @@ namespace gradflow {
 
 namespace {
 
-// Shape: x (..., K), weight (N, K), g (..., N); with x and g as (M, K) and
-// (M, N) rows: dx = g weight, dweight = g^T x, dbias = the column sums of g.
-// `x` is only read when dweight is asked for.
-std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x_rows, const Shape& x_shape,
-                                    const Tensor& w, bool need_x, bool need_w, bool need_b) {
-  const int64_t n = w.shape()[0];
-  const Tensor g_rows = g.reshape({-1, n});
-  Tensor gx, gw, gb;
-  if (need_x) gx = matmul(g_rows, w).view(x_shape);
-  if (need_w) gw = matmul(g_rows.transpose(0, 1), x_rows);
-  if (need_b) gb = sum(g_rows, {0});
-  return {gx, gw, gb};
-}
-
 // The operands of linear and gelu_linear, checked, and which gradients are
 // wanted: x (..., K), weight (N, K), bias (N) or undefined.
 struct Operands {
@@ -49,8 +35,15 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   return make_result(linear(in.x, in.w, in.b), "linear", {x, weight, bias},
                      [xd = in.x, w = in.w, need_x = in.need_x, need_w = in.need_w,
                       need_b = in.need_b](const Tensor& g) {
-                       const Tensor x_rows = need_w ? xd.reshape({-1, w.shape()[1]}) : Tensor();
-                       return linear_backward(g, x_rows, xd.shape(), w, need_x, need_w, need_b);
+                       // Shape: x as (M, K) rows, weight (N, K), g as (M, N) rows:
+                       // dx = g weight, dweight = g^T x, dbias = the column sums of g.
+                       const int64_t n = w.shape()[0], k = w.shape()[1];
+                       const Tensor g_rows = g.reshape({-1, n});
+                       Tensor gx, gw, gb;
+                       if (need_x) gx = matmul(g_rows, w).view(xd.shape());
+                       if (need_w) gw = matmul(g_rows.transpose(0, 1), xd.reshape({-1, k}));
+                       if (need_b) gb = sum(g_rows, {0});
+                       return std::vector<Tensor>{gx, gw, gb};
                      });
 }
 
