@@ -56,8 +56,9 @@ DecoderLayer::DecoderLayer(const BlockConfig& c, bool cross_attention, Generator
   if (cross_attention) {
     cross_attn_norm =
         register_module("cross_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(
-                                                   c.d_model, c.heads, c.scale, gen, dtype));
+    cross_attn = register_module(
+        "cross_attn",
+        std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
   }
   ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
   ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));

@@ -28,7 +28,11 @@ void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::stri
   for (const auto& [name, get] : flags_) {
     auto it = std::find_if(metadata.begin(), metadata.end(),
                            [&](const auto& kv) { return kv.first == "flag." + name; });
-    if (it == metadata.end()) throw UsageError("--resume: the checkpoint has no " + name);
+    // A checkpoint older than a flag ran with that flag's default.
+    if (it == metadata.end()) {
+      values.push_back(get());
+      continue;
+    }
     stored.push_back(name + "=" + it->second);
     values.push_back(it->second);
   }
@@ -59,6 +63,10 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   run.add("--heads", &f.heads, "attention heads").min(1);
   run.add("--layers", &f.layers, "transformer layers (per stack)").min(1);
   run.add("--d-ff", &f.d_ff, "feed-forward width").min(1);
+  run.add("--head-dim", &f.head_dim,
+          "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
+          "d-model to heads x head-dim)")
+      .min(0);
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
            "threads: each step runs this many parts of the batch at once, one per thread")
@@ -102,9 +110,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     flags.resume = dir.string();
     if (!args.seen("--out")) flags.out = flags.resume;
   }
-  if (flags.d_model % flags.heads != 0)
+  if (flags.head_dim == 0 && flags.d_model % flags.heads != 0)
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
-                     " must be divisible by --heads " + std::to_string(flags.heads));
+                     " must be divisible by --heads " + std::to_string(flags.heads) +
+                     " (or set --head-dim)");
   set_num_threads(flags.threads);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
   // times over for a difference below 1e-38 (tensor/parallel.h).
@@ -114,9 +123,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
 
 // ModelConfig's integer fields, under their metadata names.
 constexpr std::pair<const char*, int64_t nn::ModelConfig::*> kConfigSizes[] = {
-    {"vocab", &nn::ModelConfig::vocab}, {"d_model", &nn::ModelConfig::d_model},
-    {"heads", &nn::ModelConfig::heads}, {"layers", &nn::ModelConfig::layers},
-    {"d_ff", &nn::ModelConfig::d_ff},   {"max_len", &nn::ModelConfig::max_len}};
+    {"vocab", &nn::ModelConfig::vocab},      {"d_model", &nn::ModelConfig::d_model},
+    {"heads", &nn::ModelConfig::heads},      {"layers", &nn::ModelConfig::layers},
+    {"d_ff", &nn::ModelConfig::d_ff},        {"max_len", &nn::ModelConfig::max_len},
+    {"head_dim", &nn::ModelConfig::head_dim}};
 
 nn::Metadata config_metadata(const nn::ModelConfig& c) {
   nn::Metadata m;
@@ -134,7 +144,14 @@ nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
   try {
     auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
     nn::ModelConfig c;
-    for (auto [key, field] : kConfigSizes) cli::detail::parse_value(key, get(key), &(c.*field));
+    auto has = [&m](const std::string& key) {
+      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
+    };
+    for (auto [key, field] : kConfigSizes) {
+      // head_dim came later: a checkpoint without it has d_k = d_model / heads (0).
+      if (std::string(key) == "head_dim" && !has("config.head_dim")) continue;
+      cli::detail::parse_value(key, get(key), &(c.*field));
+    }
     c.scale = nn::ScaleMode::parse(get("scale"));
     cli::detail::parse_value("pre_ln", get("pre_ln"), &c.pre_ln);
     c.activation = get("activation");
@@ -151,6 +168,7 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   nn::ModelConfig c;
   c.vocab = vocab;
   c.d_model = f.d_model, c.heads = f.heads, c.layers = f.layers, c.d_ff = f.d_ff;
+  c.head_dim = f.head_dim;
   c.max_len = max_len;
   c.scale = nn::ScaleMode::parse(f.scale);
   return c;

@@ -43,9 +43,10 @@ class RunFlags {
                                        std::vector<std::string> choices, std::string help);
 
   nn::Metadata to_metadata() const;
-  // Sets every run flag from a checkpoint's metadata, then applies the
-  // command line again: it may change --steps (to extend a run), but any
-  // other run flag given with a different value is a UsageError.
+  // Sets every run flag from a checkpoint's metadata (a flag the checkpoint
+  // predates keeps its default), then applies the command line again: it may
+  // change --steps (to extend a run), but any other run flag given with a
+  // different value is a UsageError.
   void restore(const nn::Metadata& metadata, const std::vector<std::string>& command_line);
 
  private:
@@ -59,7 +60,7 @@ struct CommonFlags {
   int64_t steps = 1000, batch = 32, warmup = 100, eval_every = 200, save_every = 500;
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
   std::string schedule = "cosine", scale = "inv_sqrt_dk";
-  int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
+  int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
   int64_t seed = 0;
   int threads = 1;
   bool stop_on_nan = false;

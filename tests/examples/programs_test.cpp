@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "nn/safetensors.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
@@ -95,6 +96,25 @@ TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
   EXPECT_EQ(file.code, 0) << file.err;
   EXPECT_EQ(lines(read(path("seq2seq/log.csv"))), 28u);
   expect_usage_error(kCharlm, {"--resume", path("seq2seq")});
+}
+
+// --head-dim sets d_k in every attention layer, cross-attention included:
+// with d_model 64, 2 heads of 16, each q_proj maps 64 to 32.
+TEST_F(ProgramsTest, HeadDimReachesEveryAttentionLayer) {
+  const std::string out = path("head_dim");
+  Result r = run(kSeq2seq,
+                 {"--d-model", "64", "--heads", "2", "--head-dim", "16", "--layers", "2", "--d-ff",
+                  "32", "--steps", "2", "--eval-examples", "8", "--max-len", "4", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  int q_projections = 0;
+  for (const auto& [name, t] : nn::load_safetensors(out + "/model.safetensors").tensors)
+    if (name.find("q_proj.weight") != std::string::npos) {
+      EXPECT_EQ(t.shape(), (Shape{32, 64})) << name;
+      ++q_projections;
+    }
+  EXPECT_EQ(q_projections, 2 + 2 * 2);  // encoder self; decoder self and cross
+  Result resumed = run(kSeq2seq, {"--resume", out, "--steps", "3"});
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
 }
 
 TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {

@@ -352,17 +352,53 @@ TEST(RunFlags, RestoreTakesTheCheckpointsValuesAndRejectsContradictions) {
                  "--d-model 64 differs from the checkpoint's 32 (a resumed run keeps its "
                  "settings; only --steps may change)");
   }
-  nn::Metadata missing(saved.begin() + 1, saved.end());
-  EXPECT_THROW(run3.restore(missing, {}), cli::UsageError);
+}
+
+// A checkpoint written before a flag existed ran with that flag's default:
+// it resumes with the default, and another value on the command line is a
+// contradiction like any other.
+TEST(RunFlags, AFlagTheCheckpointPredatesTakesItsDefault) {
+  auto make = [](cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
+    add_common_flags(args, run, f);
+  };
+  cli::ArgParser args1("t", "");
+  RunFlags run1(args1);
+  CommonFlags f1;
+  make(args1, run1, f1);
+  args1.parse({"--d-model", "32", "--steps", "10"});
+  nn::Metadata old;
+  for (const auto& kv : run1.to_metadata())
+    if (kv.first != "flag.--head-dim") old.push_back(kv);
+  ASSERT_EQ(old.size() + 1, run1.to_metadata().size());
+
+  cli::ArgParser args2("t", "");
+  RunFlags run2(args2);
+  CommonFlags f2;
+  make(args2, run2, f2);
+  run2.restore(old, {"--steps", "20"});
+  EXPECT_EQ(f2.d_model, 32);
+  EXPECT_EQ(f2.head_dim, 0);
+
+  cli::ArgParser args3("t", "");
+  RunFlags run3(args3);
+  CommonFlags f3;
+  make(args3, run3, f3);
+  EXPECT_THROW(run3.restore(old, {"--head-dim", "8"}), cli::UsageError);
 }
 
 TEST(ModelConfigMetadata, RoundTrips) {
   nn::ModelConfig c;
   c.vocab = 7, c.d_model = 24, c.heads = 3, c.layers = 5, c.d_ff = 40, c.max_len = 9;
   c.scale = nn::ScaleMode::parse("const:0.3");
-  c.pre_ln = false, c.dropout = 0.1, c.positional = "sinusoidal";
+  c.pre_ln = false, c.dropout = 0.1, c.positional = "sinusoidal", c.head_dim = 5;
   nn::ModelConfig d = config_from_metadata(config_metadata(c));
   EXPECT_EQ(config_metadata(d), config_metadata(c));
+  EXPECT_EQ(d.head_dim, 5);
+  // A checkpoint from before head_dim was saved: d_k = d_model / heads.
+  nn::Metadata old;
+  for (const auto& kv : config_metadata(c))
+    if (kv.first != "config.head_dim") old.push_back(kv);
+  EXPECT_EQ(config_from_metadata(old).head_dim, 0);
   EXPECT_EQ(d.scale.kind, nn::ScaleMode::Constant);
   EXPECT_EQ(d.scale.constant, 0.3);
   nn::Metadata bad = config_metadata(c);

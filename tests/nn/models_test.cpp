@@ -199,3 +199,53 @@ TEST(Models, PostLayerNormIsSelectableAndDifferentiable) {
 
 }  // namespace
 }  // namespace gradflow::nn
+
+namespace gradflow::nn {
+namespace {
+
+// Every attention layer of every model kind, self- and cross-attention
+// alike, has d_k = head_dim when head_dim is set: q, k, v map d_model to
+// heads * head_dim and o maps it back. (Cross-attention once dropped
+// head_dim and silently kept d_model / heads.)
+void expect_head_dim_everywhere(const Module& model, int64_t d_model, int64_t inner,
+                                int64_t expected_layers) {
+  int64_t seen = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const auto ends = [&name](const std::string& tail) {
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends("q_proj.weight") || ends("k_proj.weight") || ends("v_proj.weight")) {
+      EXPECT_EQ(p.shape(), (Shape{inner, d_model})) << name;
+      seen += ends("q_proj.weight");
+    } else if (ends("o_proj.weight")) {
+      EXPECT_EQ(p.shape(), (Shape{d_model, inner})) << name;
+    }
+  }
+  EXPECT_EQ(seen, expected_layers);
+}
+
+TEST(Models, HeadDimReachesEveryAttentionLayer) {
+  ModelConfig c;
+  c.vocab = 11, c.d_model = 64, c.heads = 2, c.layers = 2, c.d_ff = 32, c.max_len = 9;
+  c.head_dim = 16;  // d_k 16, not d_model / heads = 32
+  Generator gen(5);
+  EncoderDecoder seq2seq(c, gen);
+  expect_head_dim_everywhere(seq2seq, 64, 32, 2 + 2 * 2);  // encoder self, decoder self + cross
+  for (const auto& layer : seq2seq.decoder->layers) {
+    EXPECT_EQ(layer->self_attn->d_k(), 16);
+    EXPECT_EQ(layer->cross_attn->d_k(), 16);
+  }
+  DecoderLM lm(c, gen);
+  expect_head_dim_everywhere(lm, 64, 32, 2);
+  EncoderClassifier classifier(c, 3, gen);
+  expect_head_dim_everywhere(classifier, 64, 32, 2);
+  // And the models run with it: logits of the right shape.
+  Tensor src = randint(0, 11, {2, 5}, gen), tgt = randint(0, 11, {2, 4}, gen);
+  EXPECT_EQ(seq2seq.forward(src, tgt).shape(), (Shape{2, 4, 11}));
+  EXPECT_EQ(lm.forward(tgt).shape(), (Shape{2, 4, 11}));
+  EXPECT_EQ(classifier.forward(src).shape(), (Shape{2, 3}));
+}
+
+}  // namespace
+}  // namespace gradflow::nn
