@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nn/attention.h"
+#include "nn/recall_task.h"
 
 namespace gradflow::study {
 
@@ -39,8 +40,16 @@ struct Estimate {
 };
 Estimate estimate_of(const std::vector<double>& draws);
 
-// Seconds and units done, for a progress display: on_progress(done, total).
+// Units of work done, for a progress display: progress(done, total).
 using ProgressFn = std::function<void(size_t done, size_t total)>;
+
+// Runs job(0) ... job(count - 1) on `threads` threads, each job on one
+// thread (so each job's kernels run single-threaded), jobs taken in index
+// order; progress is called after each, one call at a time. Jobs must write
+// only their own results, so the output does not depend on the thread count.
+// Throws Error naming `part` with the first job's error.
+void run_jobs(const std::string& part, size_t count, int threads,
+              const std::function<void(size_t)>& job, const ProgressFn& progress);
 
 // ---- Part A: at initialisation ------------------------------------------------
 struct InitRow {
@@ -65,7 +74,8 @@ struct PartAOptions {
   std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
   std::vector<int64_t> n_keys = {8, 64, 512};
   int64_t draws = 256, queries = 16;  // random q, k: draws of `queries` x n_keys
-  int64_t layer_draws = 32, d_model = 64;
+  // Layer draws: max(8, layer_rows / n_keys), each a new layer on n_keys tokens.
+  int64_t layer_rows = 1024, d_model = 64;
   uint64_t seed = 0;
   int threads = 2;
 };
@@ -79,14 +89,18 @@ std::vector<InitRow> run_part_a(const PartAOptions& options, const ProgressFn& p
 struct TaskSetup {
   std::string task;
   int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;
+  double lr = 2e-3;               // AdamW's peak, after a linear warm-up over 5% of the steps
+  nn::RecallTaskConfig recall{};  // recall only
 };
+
+TaskSetup reverse_setup();  // encoder-decoder, 1 layer per stack, d_model 32
+TaskSetup recall_setup();   // decoder, 2 layers, d_model 32; 32 keys, 5 pairs, 5 queries
 
 struct PartBOptions {
   std::vector<int64_t> d_ks = {16, 64, 256};
-  std::vector<TaskSetup> tasks = {{"reverse", 64, 1, 128, 1, 400}, {"recall", 32, 2, 64, 1, 500}};
+  std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
   std::vector<std::string> modes = study_modes();
-  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 256;
-  double lr = 3e-3;
+  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;
   int64_t steps = 0;  // 0: each task's own
   uint64_t seed = 0;
   int threads = 2;  // runs trained side by side, each on one thread
@@ -132,6 +146,7 @@ struct FinalRow {
   int64_t spikes = 0;
   double max_logit = 0;  // largest |logit| over the run
   bool diverged = false;
+  double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
 
 struct PartBResult {
@@ -151,12 +166,11 @@ struct DepthRow {
 
 struct DepthOptions {
   std::vector<int64_t> depths = {1, 2, 4, 8};
-  int64_t d_model = 64, heads = 4, d_ff = 256, seq = 32, batch = 8, vocab = 32, draws = 8;
+  int64_t d_model = 64, heads = 1, d_ff = 256, seq = 32, batch = 8, vocab = 32, draws = 8;
   uint64_t seed = 0;
   int threads = 2;
 };
 
-std::vector<DepthRow> run_depth_probe(const DepthOptions& options,
-                                      const ProgressFn& progress = {});
+std::vector<DepthRow> run_depth_probe(const DepthOptions& options, const ProgressFn& progress = {});
 
 }  // namespace gradflow::study

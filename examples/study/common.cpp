@@ -1,15 +1,20 @@
-// The arms the study compares, and estimates over independent draws.
+// What the study's parts share: the arms compared, estimates over
+// independent draws, and running independent jobs side by side.
+#include <atomic>
 #include <cmath>
+#include <mutex>
+#include <thread>
 
 #include "autograd/ops.h"
 #include "examples/study/study.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace gradflow::study {
 
 const std::vector<std::string>& study_modes() {
-  static const std::vector<std::string> modes = {
-      "none", "inv_sqrt_dk", "inv_dk", "inv_2sqrt_dk", "learned", "qk_norm", kControl};
+  static const std::vector<std::string> modes = {"none",    "inv_sqrt_dk", "inv_dk", "inv_2sqrt_dk",
+                                                 "learned", "qk_norm",     kControl};
   return modes;
 }
 
@@ -40,6 +45,32 @@ Estimate estimate_of(const std::vector<double>& draws) {
   double ss = 0;
   for (double x : draws) ss += (x - mean) * (x - mean);
   return {mean, std::sqrt(ss / (n - 1) / n)};
+}
+
+void run_jobs(const std::string& part, size_t count, int threads,
+              const std::function<void(size_t)>& job, const ProgressFn& progress) {
+  std::atomic<size_t> next{0};
+  std::mutex lock;
+  std::string error;
+  size_t done = 0;
+  const bool flush = flush_denormals();  // the jobs take the caller's mode
+  auto worker = [&] {
+    set_flush_denormals(flush);
+    for (size_t i; (i = next++) < count;) {
+      try {
+        job(i);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> guard(lock);
+        if (error.empty()) error = e.what();
+      }
+      std::lock_guard<std::mutex> guard(lock);
+      if (progress) progress(++done, count);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+  if (!error.empty()) throw Error("scaling_study: " + part + " failed: " + error);
 }
 
 }  // namespace gradflow::study
