@@ -1,0 +1,119 @@
+// Statistics for the study's seed comparisons: means with Student-t and
+// percentile-bootstrap intervals, paired differences between two settings
+// run on the same seeds, the decision rule that turns a difference into a
+// verdict, and loss-spike flags for training curves.
+//
+// Notation: xs holds n values x_i (one per seed), m is their mean,
+// s their sample standard deviation (divisor n - 1), t_{p, df} the p-quantile
+// of Student's t with df degrees of freedom.
+//
+// Non-finite inputs: every function taking samples throws if a value is NaN
+// or infinite (a diverged run must be counted or dropped by the caller, on
+// purpose), except loss_spikes, which flags them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gradflow::study {
+
+enum class IntervalMethod { StudentT, PercentileBootstrap };
+
+// A mean with a two-sided interval at the given confidence.
+// With n == 1 there is no interval: half_width, lo and hi are NaN.
+// A t-interval is symmetric (lo = mean - half_width, hi = mean + half_width);
+// a bootstrap interval need not be: half_width is (hi - lo) / 2.
+struct Interval {
+  double mean = 0;
+  double half_width = 0;
+  double lo = 0, hi = 0;
+  int64_t n = 0;
+  double confidence = 0.95;
+  IntervalMethod method = IntervalMethod::StudentT;
+};
+
+// m = (1/n) sum x_i, computed as x_0 + mean of (x_i - x_0) so that equal
+// values give exactly that value.
+// REQUIRES: xs non-empty and finite.
+double mean(std::span<const double> xs);
+
+// s = sqrt(sum (x_i - m)^2 / (n - 1)); NaN when n == 1.
+// REQUIRES: xs non-empty and finite.
+double sample_sd(std::span<const double> xs);
+
+// s / sqrt(n); NaN when n == 1.
+// REQUIRES: xs non-empty and finite.
+double standard_error(std::span<const double> xs);
+
+// P(T <= t) for T ~ Student t with df degrees of freedom:
+// 1 - I_x(df/2, 1/2) / 2 for t >= 0 with x = df / (df + t^2), I the
+// regularised incomplete beta function; symmetric for t < 0.
+// For df > 1e7: the normal CDF with its 1/df and 1/df^2 corrections;
+// df = +inf gives the normal CDF.
+// REQUIRES: df > 0 (need not be an integer), t not NaN.
+double student_t_cdf(double t, double df);
+
+// t_{p, df}: the t with student_t_cdf(t, df) = p, found by bisection on the
+// smaller tail; within 1e-9 relative of 40-digit values for df from 0.5 to
+// 1e15 and p from 1e-12 to 1 - 1e-12.
+// REQUIRES: 0 < p < 1, df > 0; df = +inf gives the normal quantile.
+double student_t_quantile(double p, double df);
+
+// m +- t_{1-a/2, n-1} * s / sqrt(n), a = 1 - confidence.
+// n == 1: half_width, lo and hi are NaN (no interval; format_interval shows it).
+// REQUIRES: xs non-empty and finite, 0 < confidence < 1.
+Interval t_interval(std::span<const double> xs, double confidence = 0.95);
+
+// t_interval of d_i = a_i - b_i: a and b are two settings run on the same
+// seeds, paired by index. A positive mean says a is higher than b.
+// REQUIRES: a.size() == b.size() >= 1, all finite, 0 < confidence < 1.
+Interval paired_difference(std::span<const double> a, std::span<const double> b,
+                           double confidence = 0.95);
+
+// Percentile bootstrap for the mean: `resamples` means of n values drawn
+// with replacement (splitmix64 seeded with `seed`, the same on every
+// platform); lo and hi are the a/2 and 1 - a/2 quantiles of those means
+// (linear interpolation between order statistics), mean is m of xs.
+// n == 1: no interval (NaN), as for t_interval. Use resamples >= 1000.
+// REQUIRES: xs non-empty and finite, resamples >= 1, 0 < confidence < 1.
+Interval bootstrap_interval(std::span<const double> xs, int resamples, uint64_t seed,
+                            double confidence = 0.95);
+
+enum class Comparison { Better, Worse, NoDetectableDifference };
+
+// For diff = a - b (see paired_difference): Better when the interval
+// excludes 0 (lo > 0 or hi < 0) and |mean| > margin, both in the direction
+// that is better for a; Worse likewise in the other direction; otherwise
+// (and always when n == 1) NoDetectableDifference.
+// REQUIRES: margin >= 0.
+Comparison compare(const Interval& diff, double margin, bool higher_is_better);
+
+// The verdict of compare as one line for the report, n counting seeds, e.g.
+//   "worse by 3.2 +- 1.1 points (n = 3, 95% t-interval excludes 0, margin 1)"
+//   "no detectable difference with 3 seeds (difference -0.4 +- 2.0 points,
+//    95% t-interval includes 0)"
+//   "difference within margin 1 with 3 seeds (difference 0.4 +- 0.2 points,
+//    95% t-interval excludes 0)"
+//   "no detectable difference with 1 seed (difference -0.4 points, no interval)"
+// Numbers have `digits` decimals; the margin is printed as given (%g).
+// unit may be empty. REQUIRES: margin >= 0, 0 <= digits <= 17.
+std::string describe(const Interval& diff, double margin, bool higher_is_better,
+                     const std::string& unit, int digits = 1);
+
+// flags[i] = loss[i] > factor * median(finite values of loss[i-window .. i-1]).
+// Indices with fewer than min_history previous values, or whose window holds
+// no finite value, are never flagged; a non-finite loss[i] past that point is
+// always flagged and is left out of later windows.
+// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
+std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
+                              int min_history = 5);
+
+// "0.912 +- 0.013", with show_n "0.912 +- 0.013 (n = 3)", `digits` decimals.
+// n == 1 (NaN half-width): "0.912 (n = 1, no interval)" whatever show_n.
+// NaN prints as "nan", infinities as "inf" and "-inf".
+// REQUIRES: 0 <= digits <= 17.
+std::string format_interval(const Interval& interval, int digits, bool show_n = false);
+
+}  // namespace gradflow::study
