@@ -1,11 +1,13 @@
 // train_bench: the training-step benchmark of bench/WORKLOADS.md (the same
-// workloads, model and step as /work/shared/bench/peer_torch.py), so the two
-// can be run in turn and compared line for line.
+// workloads, model and step as the PyTorch peer bench/peer_torch.py), so the
+// two can be run in turn and compared line for line:
+//
+//   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2 python3 bench/peer_torch.py gpt-small --threads 1
 //
 //   train_bench gpt-small --threads 2
 //   workload=gpt-small params=3241568 steps_per_s=F tokens_per_s=F gflops=F peak_rss_mb=F
 //
-// One step: forward, cross_entropy, zero_grad, backward, AdamW step, on fixed
+// One step: zero_grad, forward, cross_entropy, backward, AdamW step, on fixed
 // random token batches src, tgt (inputs) and y (targets), each (B, T). The
 // first --warmup steps are not timed.
 #include <sys/resource.h>

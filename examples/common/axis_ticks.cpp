@@ -22,6 +22,9 @@ std::string to_text(double v, std::chars_format format, int precision) {
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
+// The most decimals the mantissas of one axis share; see step_ticks.
+constexpr int kMaxSharedDecimals = 6;
+
 // Decimal digits of a non-negative integer held in a double.
 int digits(double n) {
   int count = 1;
@@ -29,13 +32,30 @@ int digits(double n) {
   return count;
 }
 
-// 1.50e+06 -> 1.5e+06 and 2.0e-05 -> 2e-05: scientific labels differ only where they must.
-std::string trim_mantissa(std::string s) {
-  const std::size_t e = s.find('e');
-  std::size_t cut = e;
-  while (cut > 0 && s[cut - 1] == '0') --cut;
-  if (cut > 0 && s[cut - 1] == '.') --cut;
-  return s.erase(cut, e - cut);
+// "m×10" with superscript e for m × 10^e, just "10" (or "-10") when m is ±1: the one
+// scientific style of every axis, linear or log, so a report never shows 1e-05 beside 10⁻⁵.
+void set_power(Tick& tick, const std::string& m, int e) {
+  tick.label = m == "1" ? "10" : m == "-1" ? "-10" : m + "×10";
+  tick.exponent = std::to_string(e);
+}
+
+// The tick's value as m × 10^e with its own e, and at most `decimals` decimals in m.
+void set_own_power(Tick& tick, int decimals) {
+  const std::string s =
+      to_text(tick.value, std::chars_format::scientific, decimals);  // "-1.50e+06"
+  const std::size_t at = s.find('e');
+  if (tick.value == 0 || at == std::string::npos) {
+    tick.label = tick.value == 0 ? "0" : s;
+    return;
+  }
+  std::string m = s.substr(0, at);
+  if (m.find('.') != std::string::npos) {
+    while (m.back() == '0') m.pop_back();
+    if (m.back() == '.') m.pop_back();
+  }
+  int e = 0;
+  std::from_chars(s.data() + at + (s[at + 1] == '+' ? 2 : 1), s.data() + s.size(), e);
+  set_power(tick, m, e);
 }
 
 // Ticks k × m × 10^e for k in [first, last].
@@ -49,21 +69,23 @@ std::vector<Tick> step_ticks(double first, double last, int m, int e) {
     if (k == 0) {
       tick.label = scientific ? "0" : to_text(0.0, std::chars_format::fixed, std::max(0, -e));
     } else if (scientific) {
-      const int decimals = digits(std::fabs(units)) - 1;
-      tick.label = trim_mantissa(to_text(tick.value, std::chars_format::scientific, decimals));
+      // All with the largest tick's power of ten, so the mantissas share their decimals:
+      // 0.5×10^6, 1.0×10^6, 1.5×10^6. A range too narrow for its distance from zero (1e9 +
+      // 1e-6) would need a string of zeros that way, so there each tick gets its own power
+      // and just the significant digits of the integer k × m, which recover it exactly.
+      const int decimals = top_exponent - e;
+      if (decimals <= kMaxSharedDecimals) {
+        set_power(tick, to_text(scaled(units, -decimals), std::chars_format::fixed, decimals),
+                  top_exponent);
+      } else {
+        set_own_power(tick, digits(std::fabs(units)) - 1);
+      }
     } else {
       tick.label = to_text(tick.value, std::chars_format::fixed, std::max(0, -e));
     }
     ticks.push_back(std::move(tick));
   }
   return ticks;
-}
-
-// "20", "0.005": m × 10^e written out, for log labels in the range where that stays short.
-std::string written_out(int m, int e) {
-  std::string out = e >= 0 ? std::to_string(m) : "0.";
-  out.append(static_cast<std::size_t>(e >= 0 ? e : -e - 1), '0');
-  return e >= 0 ? out : out + std::to_string(m);
 }
 
 }  // namespace
@@ -87,8 +109,9 @@ std::vector<Tick> linear_ticks(double lo, double hi, int max_ticks) {
     }
   }
   // Only reachable at the edges of the double range; the ends still make a usable axis.
-  return {Tick{.value = lo, .label = to_text(lo, std::chars_format::general, 3)},
-          Tick{.value = hi, .label = to_text(hi, std::chars_format::general, 3)}};
+  std::vector<Tick> ends = {Tick{.value = lo}, Tick{.value = hi}};
+  for (Tick& t : ends) set_own_power(t, 2);
+  return ends;
 }
 
 std::vector<Tick> log_ticks(double lo, double hi, int max_labels) {
@@ -136,17 +159,10 @@ std::vector<Tick> log_ticks(double lo, double hi, int max_labels) {
     return linear_ticks(lo, hi, max_labels);
   }
 
-  // Written-out numbers while they stay short, powers of ten beyond.
-  bool written = true;
-  for (const Mark& mark : marks) {
-    if (mark.labelled && (mark.e < -3 || mark.e > 4)) written = false;
-  }
   std::vector<Tick> ticks;
   for (const Mark& mark : marks) {
     Tick tick{.value = scaled(mark.m, mark.e), .major = mark.m == 1 || mark.labelled};
-    if (mark.labelled && written) {
-      tick.label = written_out(mark.m, mark.e);
-    } else if (mark.labelled) {
+    if (mark.labelled) {
       tick.label = mark.m == 1 ? "10" : std::to_string(mark.m) + "×10";
       tick.exponent = std::to_string(mark.e);
     }

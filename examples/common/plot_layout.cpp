@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 namespace gradflow::plot {
 namespace {
@@ -14,6 +15,8 @@ constexpr double kLegendPad = 8;      // Inside the legend box, around the entri
 constexpr double kLegendGap = 14;     // Between the plot area and a legend to its right.
 constexpr double kEntryGap = 20;      // Between entries sharing a row of a legend below the plot.
 constexpr double kRightShare = 0.35;  // Widest legend kept to the right of the plot, of the width.
+// Slack for points exactly on a fixed limit, whose fraction may round to 1 + 1e-16.
+constexpr double kInside = 1e-9;
 
 // Characters, not bytes: UTF-8 continuation bytes (10xxxxxx) take no width of their own.
 std::size_t glyphs(std::string_view s) {
@@ -57,15 +60,15 @@ std::vector<Tick> fitting_ticks(Range r, bool log, double pixels, bool horizonta
   }
 }
 
-// Entries flow left to right in rows as wide as the figure, the box centred beneath the plot.
-// Sets the entries' positions relative to the box's top edge; make_layout adds the box's y.
-void flow_legend(const Figure& f, Layout& l) {
-  const double room = f.width - 2 * kEdge - 2 * kLegendPad;
+// Entries flow left to right in rows as wide as `width`, the box centred in it. Sets the
+// entries' positions relative to the box's top edge; the caller adds the box's y.
+void flow_legend(const std::vector<Series>& series, double width, Layout& l) {
+  const double room = width - 2 * kEdge - 2 * kLegendPad;
   double x = 0, widest_row = 0;
   int row = 0;
-  for (std::size_t i = 0; i < f.series.size(); ++i) {
-    if (f.series[i].label.empty()) continue;
-    std::string text = shorten(f.series[i].label, room - kSample);
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    if (series[i].label.empty()) continue;
+    std::string text = shorten(series[i].label, room - kSample);
     const double width = kSample + text_width(text, kLegendFont);
     if (x > 0 && x + width > room) {
       ++row;
@@ -77,11 +80,42 @@ void flow_legend(const Figure& f, Layout& l) {
   }
   l.legend_width = widest_row + 2 * kLegendPad;
   l.legend_height = (row + 1) * kLegendRow + 2 * kLegendPad;
-  l.legend_x = (f.width - l.legend_width) / 2;
+  l.legend_x = (width - l.legend_width) / 2;
   for (LegendEntry& e : l.legend) {
     e.x += l.legend_x + kLegendPad;
     e.y += kLegendPad;
   }
+}
+
+// Calls take(x, y) for every drawable point of f, and for both ends of every drawable spread
+// (at the point's x), so the axis ranges cover bands and error bars too.
+template <class Take>
+void for_each_point(const Figure& f, Take take) {
+  for (const Series& s : f.series) {
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      if (!drawable(s.x[i], f.x.log)) continue;
+      if (drawable(s.y[i], f.y.log)) take(s.x[i], s.y[i]);
+      if (spread_drawable(s, i, f.x.log, f.y.log)) {
+        take(s.x[i], s.lo[i]);
+        take(s.x[i], s.hi[i]);
+      }
+    }
+  }
+}
+
+Range x_range(const Figure& f) {
+  std::vector<double> xs;
+  for_each_point(f, [&](double x, double) { xs.push_back(x); });
+  return resolve_range(xs, f.x);
+}
+
+// The y values inside x range xr, so fixing x limits zooms in.
+std::vector<double> y_values(const Figure& f, Range xr) {
+  std::vector<double> ys;
+  for_each_point(f, [&](double x, double y) {
+    if (x >= xr.lo && x <= xr.hi) ys.push_back(y);
+  });
+  return ys;
 }
 
 }  // namespace
@@ -91,6 +125,15 @@ double text_width(std::string_view text, double font) {
 }
 
 bool drawable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
+
+bool spread_drawable(const Series& s, std::size_t i, bool x_log, bool y_log) {
+  return i < s.lo.size() && i < s.hi.size() && drawable(s.x[i], x_log) &&
+         drawable(s.lo[i], y_log) && drawable(s.hi[i], y_log);
+}
+
+bool uses_error_bars(const Series& s) {
+  return s.markers && !s.lo.empty() && s.x.size() <= kErrorBarMaxPoints;
+}
 
 Range resolve_range(const std::vector<double>& values, const Axis& axis) {
   const auto to_space = [&](double v) { return axis.log ? std::log10(v) : v; };
@@ -127,38 +170,28 @@ Range resolve_range(const std::vector<double>& values, const Axis& axis) {
 }
 
 Layout make_layout(const Figure& f) {
-  std::vector<double> xs;
-  for (const Series& s : f.series) {
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (drawable(s.x[i], f.x.log) && drawable(s.y[i], f.y.log)) xs.push_back(s.x[i]);
-    }
-  }
-  const Range xr = resolve_range(xs, f.x);
-  // The y range follows only the points inside the x range, so fixing x limits zooms in.
-  std::vector<double> ys;
-  for (const Series& s : f.series) {
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (drawable(s.x[i], f.x.log) && drawable(s.y[i], f.y.log) && s.x[i] >= xr.lo &&
-          s.x[i] <= xr.hi) {
-        ys.push_back(s.y[i]);
-      }
-    }
-  }
-  const Range yr = resolve_range(ys, f.y);
+  const Range xr = x_range(f);
+  const Range yr = resolve_range(y_values(f, xr), f.y);
 
   Layout l;
   const double width = f.width, height = f.height;
-  // The legend goes right of the plot while it is narrow; wider ones would squeeze the plot
-  // (in small grid panels especially), so they go in rows beneath it instead.
-  double widest = 0;
-  for (const Series& s : f.series) widest = std::max(widest, text_width(s.label, kLegendFont));
+  l.top = f.title.empty() ? 14 : 40;
+  // The legend goes right of the plot while it is narrow and short enough to end above the
+  // figure's bottom; others would squeeze the plot (in small grid panels especially) or run
+  // off it, so they go in rows beneath it instead.
+  double widest = 0, entries = 0;
+  for (const Series& s : f.series) {
+    widest = std::max(widest, text_width(s.label, kLegendFont));
+    entries += s.label.empty() ? 0 : 1;
+  }
   const bool has_legend = widest > 0;
-  const bool right_legend = has_legend && kSample + widest + 2 * kLegendPad <= kRightShare * width;
-  if (has_legend && !right_legend) flow_legend(f, l);
+  const bool right_legend = has_legend &&
+                            kSample + widest + 2 * kLegendPad <= kRightShare * width &&
+                            l.top + entries * kLegendRow + 2 * kLegendPad <= height - kEdge;
+  if (has_legend && !right_legend) flow_legend(f.series, width, l);
 
   const double below_axis = kEdge + (right_legend ? 0 : l.legend_height + 4);
   l.x_label_y = height - below_axis - 4;
-  l.top = f.title.empty() ? 14 : 40;
   l.bottom =
       height - below_axis - (f.x.label.empty() ? 0 : kLabelFont + 8) - kTickLength - kTickFont - 8;
   l.bottom = std::max(l.bottom, l.top + 1);  // Tiny figures get cramped, but stay valid.
@@ -193,6 +226,113 @@ Layout make_layout(const Figure& f) {
     for (LegendEntry& e : l.legend) e.y += l.legend_y;
   }
   return l;
+}
+
+bool clip_segment(Point p, Point q, double& t0, double& t1) {
+  t0 = 0;
+  t1 = 1;
+  for (const auto& [a, b] : {std::pair{p.x, q.x}, std::pair{p.y, q.y}}) {
+    const double d = b - a;
+    const double lo = -kInside - a, hi = 1 + kInside - a;  // Room to move along d.
+    if (d == 0) {
+      if (lo > 0 || hi < 0) return false;
+      continue;
+    }
+    const double ta = lo / d, tb = hi / d;
+    t0 = std::max(t0, std::min(ta, tb));
+    t1 = std::min(t1, std::max(ta, tb));
+  }
+  return t0 <= t1;
+}
+
+std::vector<Point> clip_polygon(const std::vector<Point>& polygon) {
+  // One side of the square at a time: keep what lies inside it, plus where edges cross it.
+  std::vector<Point> in = polygon, out;
+  for (int side = 0; side < 4; ++side) {
+    const bool vertical = side < 2, upper = side % 2 == 1;
+    // Signed distance inside the side; >= 0 keeps the point.
+    const auto inside = [&](Point p) {
+      const double v = vertical ? p.x : p.y;
+      return upper ? 1 + kInside - v : v + kInside;
+    };
+    out.clear();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const Point a = in[i], b = in[(i + 1) % in.size()];
+      const double da = inside(a), db = inside(b);
+      if (da >= 0) out.push_back(a);
+      if ((da >= 0) != (db >= 0)) {
+        const double t = da / (da - db);
+        out.push_back({a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)});
+      }
+    }
+    std::swap(in, out);
+  }
+  for (Point& p : in) p = {std::clamp(p.x, 0.0, 1.0), std::clamp(p.y, 0.0, 1.0)};
+  return in;
+}
+
+Range shared_y_range(const std::vector<Figure>& figures) {
+  std::vector<double> ys;
+  Axis axis{.log = !figures.empty() && figures.front().y.log};
+  bool every_min = true, every_max = true;
+  for (const Figure& f : figures) {
+    for (double y : y_values(f, x_range(f))) {
+      // A panel clips at its own fixed limits, so its values count only up to them.
+      if (f.y.min) y = std::max(y, *f.y.min);
+      if (f.y.max) y = std::min(y, *f.y.max);
+      ys.push_back(y);
+    }
+    every_min = every_min && f.y.min.has_value();
+    every_max = every_max && f.y.max.has_value();
+    if (f.y.min) axis.min = std::min(axis.min.value_or(*f.y.min), *f.y.min);
+    if (f.y.max) axis.max = std::max(axis.max.value_or(*f.y.max), *f.y.max);
+  }
+  if (!every_min) axis.min.reset();
+  if (!every_max) axis.max.reset();
+  return resolve_range(ys, axis);
+}
+
+GridLayout make_grid_layout(const std::vector<Figure>& figures, int columns,
+                            const GridOptions& options) {
+  GridLayout g;
+  for (const Figure& f : figures) {
+    g.cell_width = std::max(g.cell_width, static_cast<double>(f.width));
+    g.cell_height = std::max(g.cell_height, static_cast<double>(f.height));
+  }
+  const int n = static_cast<int>(figures.size());
+  g.columns = std::max(1, std::min(columns, n));
+  g.rows = (n + columns - 1) / columns;
+  g.width = g.columns * g.cell_width;
+  g.height = g.rows * g.cell_height;
+  // Shown display_width wide, the grid shrinks by width / display_width; drawing it that much
+  // larger keeps the text at its nominal size on screen.
+  if (options.display_width > 0) g.scale = std::max(1.0, g.width / options.display_width);
+
+  Range shared{};
+  if (options.share_y) shared = shared_y_range(figures);
+  for (const Figure& f : figures) {
+    Figure& p = g.panels.emplace_back(f);
+    p.width = std::max(1, static_cast<int>(std::lround(f.width / g.scale)));
+    p.height = std::max(1, static_cast<int>(std::lround(f.height / g.scale)));
+    if (options.share_y) {
+      p.y.min = shared.lo;
+      p.y.max = shared.hi;
+    }
+    if (!options.legend_once) continue;
+    if (g.legend_series.size() < p.series.size()) g.legend_series.resize(p.series.size());
+    for (std::size_t i = 0; i < p.series.size(); ++i) {
+      Series& entry = g.legend_series[i];
+      Series& s = p.series[i];
+      if (entry.label.empty()) entry = s;  // Its data only tells the legend the spread's kind.
+      s.label.clear();
+    }
+  }
+  if (options.legend_once) flow_legend(g.legend_series, g.width / g.scale, g.legend);
+  if (!g.legend.legend.empty()) {
+    g.legend_top = g.height;
+    g.height += (g.legend.legend_height + kEdge) * g.scale;
+  }
+  return g;
 }
 
 }  // namespace gradflow::plot

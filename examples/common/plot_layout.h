@@ -1,8 +1,9 @@
-// Where everything goes in one figure of svg_plot.h: axis ranges, the plot area, ticks and the
-// legend. Internal to svg_plot, and separate from the drawing so the geometry can be tested
-// without parsing SVG.
+// Where everything goes in a figure of svg_plot.h: axis ranges, the plot area, ticks, the
+// legend, clipping to the plot area, and the panels of a grid. Internal to svg_plot, and
+// separate from the drawing so the geometry can be tested without parsing SVG.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,12 @@ double text_width(std::string_view text, double font);
 
 // Whether a value can be placed on an axis: finite, and positive on a log axis.
 bool drawable(double v, bool log);
+
+// Whether point i of s has a spread to draw: lo and hi given, and x[i], lo[i], hi[i] drawable.
+bool spread_drawable(const Series& s, std::size_t i, bool x_log, bool y_log);
+
+// Whether s's spread is drawn as error bars rather than a band (the rule is on Series::lo).
+bool uses_error_bars(const Series& s);
 
 struct Range {
   double lo, hi;
@@ -52,7 +59,49 @@ struct Layout {
   double legend_x = 0, legend_y = 0, legend_width = 0, legend_height = 0;
 };
 
-// REQUIRES: series have x and y of equal length and axis limits are valid (render_svg checks).
+// REQUIRES: series have x and y of equal length, lo and hi empty or that long too, and axis
+// limits are valid (render_svg checks).
 Layout make_layout(const Figure& figure);
+
+// Positions as fractions of the plot area: (0, 0) its bottom-left corner, (1, 1) its top-right.
+struct Point {
+  double x, y;
+};
+
+// The part of segment p -> q inside the unit square (Liang-Barsky): it enters at p + t0 (q - p)
+// and leaves at p + t1 (q - p). False when the segment misses the square.
+bool clip_segment(Point p, Point q, double& t0, double& t1);
+
+// The part of a polygon inside the unit square (Sutherland-Hodgman); fewer than three points
+// when nothing is left. A concave polygon cut in two stays one polygon, joined by zero-width
+// edges along the square's side, which fills the same area.
+std::vector<Point> clip_polygon(const std::vector<Point>& polygon);
+
+// The y range of every panel under GridOptions::share_y (see there).
+// REQUIRES: the figures are valid and their y axes all log or all linear.
+Range shared_y_range(const std::vector<Figure>& figures);
+
+// Where the panels of render_svg_grid go. Panels are laid out in their own units and drawn
+// magnified by `scale` into cells measured in the document's pixels.
+struct GridLayout {
+  double scale = 1;
+  int columns = 1, rows = 0;
+  double cell_width = 0, cell_height = 0;  // In document pixels.
+  double width = 0, height = 0;            // Of the whole document.
+  // The figures as drawn: sizes divided by `scale`, the shared y range as fixed limits under
+  // share_y, and no labels under legend_once.
+  std::vector<Figure> panels;
+  // legend_once: each position's legend series (the first labelled series there, or an
+  // unlabelled one where no panel labels that position), and the legend's entries and box (in units
+  // of `scale`, from the top-left corner of the strip beneath the panels, which starts at
+  // legend_top pixels).
+  std::vector<Series> legend_series;
+  Layout legend;
+  double legend_top = 0;
+};
+
+// REQUIRES: what render_svg_grid checks holds.
+GridLayout make_grid_layout(const std::vector<Figure>& figures, int columns,
+                            const GridOptions& options);
 
 }  // namespace gradflow::plot

@@ -1,6 +1,7 @@
 #include "examples/common/svg_plot.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <utility>
@@ -21,6 +22,12 @@ constexpr double kFarAway = 1e9;
 // Slack for points exactly on a fixed limit, whose fraction may round to 1 + 1e-16.
 constexpr double kInside = 1e-9;
 
+// Stroke widths and marker radii; an emphasised series gets the second of each pair.
+constexpr double kLine = 1.8, kEmphasisLine = 3.2;
+constexpr double kMarker = 3, kEmphasisMarker = 4.2;
+constexpr double kBandOpacity = 0.18;
+constexpr double kCap = 4;  // Half the width of an error bar's cap.
+
 // Appends the parts in order. Building with append rather than "literal" + std::string also
 // avoids GCC 12's false -Wrestrict error on the latter at -O3.
 template <class... Parts>
@@ -29,6 +36,13 @@ void put(std::string& out, const Parts&... parts) {
 }
 
 std::string num(double v) { return format_number(v); }
+
+// Shortest text that reads back as exactly v, for a scale factor that two decimals would blur.
+std::string exact(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : "1";
+}
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -80,6 +94,11 @@ void check_figure(const Figure& f) {
       fail("render_svg: series '", s.label, "' has ", s.x.size(), " x values but ", s.y.size(),
            " y values");
     }
+    const bool none = s.lo.empty() && s.hi.empty();
+    if (!none && (s.lo.size() != s.x.size() || s.hi.size() != s.x.size())) {
+      fail("render_svg: series '", s.label, "' has ", s.x.size(), " x values but ", s.lo.size(),
+           " lo and ", s.hi.size(), " hi values (both must be empty or as many as x)");
+    }
   }
 }
 
@@ -89,77 +108,131 @@ std::string_view dash_pattern(const Series& s, int index) {
   return second_round ? "1.5 3" : "";
 }
 
-// Keeps the part of segment p->q inside the unit square (Liang-Barsky); t0, t1 are where it
-// enters and leaves along the segment. False when the segment misses the square.
-bool clip(const double p[2], const double q[2], double& t0, double& t1) {
-  t0 = 0;
-  t1 = 1;
-  for (int axis = 0; axis < 2; ++axis) {
-    const double d = q[axis] - p[axis];
-    const double lo = -kInside - p[axis], hi = 1 + kInside - p[axis];  // Room to move along d.
-    if (d == 0) {
-      if (lo > 0 || hi < 0) return false;
-      continue;
-    }
-    const double ta = lo / d, tb = hi / d;
-    t0 = std::max(t0, std::min(ta, tb));
-    t1 = std::min(t1, std::max(ta, tb));
+// Fractions of the plot area to pixels, for a Point as clip_segment and clip_polygon use.
+struct Pixels {
+  const Layout& l;
+  std::string x(double u) const { return num(l.left + u * (l.right - l.left)); }
+  std::string y(double v) const { return num(l.bottom - v * (l.bottom - l.top)); }
+  Point at(double x, double y) const {  // Data to fractions.
+    return {std::clamp(l.x.fraction(x), -kFarAway, kFarAway),
+            std::clamp(l.y.fraction(y), -kFarAway, kFarAway)};
   }
-  return t0 <= t1;
+};
+
+bool inside(Point p) {
+  return p.x >= -kInside && p.x <= 1 + kInside && p.y >= -kInside && p.y <= 1 + kInside;
 }
 
 void draw_series(std::string& out, const Series& s, int index, const Layout& l) {
   const std::string_view colour = palette_color(index);
-  const auto px = [&](double u) { return num(l.left + u * (l.right - l.left)); };
-  const auto py = [&](double v) { return num(l.bottom - v * (l.bottom - l.top)); };
-  const auto inside = [](const double p[2]) {
-    return p[0] >= -kInside && p[0] <= 1 + kInside && p[1] >= -kInside && p[1] <= 1 + kInside;
-  };
+  const Pixels px{l};
   std::string path, dots;
-  const auto dot = [&](const double p[2], double radius) {
-    put(dots, "<circle cx=\"", px(p[0]), "\" cy=\"", py(p[1]), "\" r=\"", num(radius), "\" fill=\"",
-        colour, "\"/>\n");
+  const auto dot = [&](Point p, double radius) {
+    put(dots, "<circle cx=\"", px.x(p.x), "\" cy=\"", px.y(p.y), "\" r=\"", num(radius),
+        "\" fill=\"", colour, "\"/>\n");
   };
+  const double marker = s.emphasis ? kEmphasisMarker : kMarker;
 
-  double previous[2] = {0, 0};
+  Point previous{0, 0};
   std::size_t run = 0;    // Drawable points in a row so far, ending at `previous`.
   bool pen_down = false;  // Whether the path currently ends at `previous`.
   const std::size_t n = s.x.size();
   for (std::size_t i = 0; i <= n; ++i) {
     const bool ok = i < n && drawable(s.x[i], l.x.log) && drawable(s.y[i], l.y.log);
     if (!ok) {
-      if (run == 1 && !s.markers && inside(previous)) dot(previous, 2.5);  // Else invisible.
+      // A lone point would be invisible without a dot.
+      if (run == 1 && !s.markers && inside(previous)) dot(previous, marker - 0.5);
       run = 0;
       pen_down = false;
       continue;
     }
-    const double point[2] = {std::clamp(l.x.fraction(s.x[i]), -kFarAway, kFarAway),
-                             std::clamp(l.y.fraction(s.y[i]), -kFarAway, kFarAway)};
-    if (s.markers && inside(point)) dot(point, 3);
+    const Point point = px.at(s.x[i], s.y[i]);
+    if (s.markers && inside(point)) dot(point, marker);
     double t0, t1;
-    if (run > 0 && clip(previous, point, t0, t1)) {
-      const auto at = [&](double t, int axis) {
-        return std::clamp(previous[axis] + t * (point[axis] - previous[axis]), 0.0, 1.0);
+    if (run > 0 && clip_segment(previous, point, t0, t1)) {
+      const auto at = [&](double t) {
+        return Point{std::clamp(previous.x + t * (point.x - previous.x), 0.0, 1.0),
+                     std::clamp(previous.y + t * (point.y - previous.y), 0.0, 1.0)};
       };
-      if (!(pen_down && t0 == 0)) put(path, "M", px(at(t0, 0)), " ", py(at(t0, 1)));
-      put(path, "L", px(at(t1, 0)), " ", py(at(t1, 1)));
+      const Point a = at(t0), b = at(t1);
+      if (!(pen_down && t0 == 0)) put(path, "M", px.x(a.x), " ", px.y(a.y));
+      put(path, "L", px.x(b.x), " ", px.y(b.y));
       pen_down = t1 == 1;
     } else {
       pen_down = false;
     }
-    previous[0] = point[0];
-    previous[1] = point[1];
+    previous = point;
     ++run;
   }
   if (!path.empty()) {
     put(out, "<path class=\"series\" d=\"", path, "\" fill=\"none\" stroke=\"", colour,
-        "\" stroke-width=\"1.8\" stroke-linejoin=\"round\" stroke-linecap=\"round\"");
+        "\" stroke-width=\"", num(s.emphasis ? kEmphasisLine : kLine),
+        "\" stroke-linejoin=\"round\" stroke-linecap=\"round\"");
     const std::string_view dash = dash_pattern(s, index);
     if (!dash.empty()) put(out, " stroke-dasharray=\"", dash, "\"");
     put(out, "/>\n", dots);
   } else {
     out += dots;
   }
+}
+
+// Error bars: a vertical line from lo to hi at each point, with a cap at each end the plot
+// area does not cut off.
+void draw_error_bars(std::string& out, const Series& s, std::string_view colour, const Layout& l) {
+  const Pixels px{l};
+  std::string d;
+  for (std::size_t i = 0; i < s.x.size(); ++i) {
+    if (!spread_drawable(s, i, l.x.log, l.y.log)) continue;
+    const Point a = px.at(s.x[i], s.lo[i]), b = px.at(s.x[i], s.hi[i]);
+    double t0, t1;
+    if (!clip_segment(a, b, t0, t1)) continue;
+    const double x = std::clamp(a.x, 0.0, 1.0);
+    const double y0 = std::clamp(a.y + t0 * (b.y - a.y), 0.0, 1.0);
+    const double y1 = std::clamp(a.y + t1 * (b.y - a.y), 0.0, 1.0);
+    put(d, "M", px.x(x), " ", px.y(y0), "L", px.x(x), " ", px.y(y1));
+    const double centre = l.left + x * (l.right - l.left);
+    const std::string from = num(std::max(l.left, centre - kCap));
+    const std::string to = num(std::min(l.right, centre + kCap));
+    if (t0 == 0) put(d, "M", from, " ", px.y(y0), "L", to, " ", px.y(y0));
+    if (t1 == 1) put(d, "M", from, " ", px.y(y1), "L", to, " ", px.y(y1));
+  }
+  if (d.empty()) return;
+  put(out, "<path class=\"error-bars\" d=\"", d, "\" fill=\"none\" stroke=\"", colour,
+      "\" stroke-width=\"1.2\"/>\n");
+}
+
+// The spread between lo and hi: error bars or a band (see Series::lo). The band is one polygon
+// per run of drawable points, along lo left to right and back along hi, clipped to the plot.
+void draw_spread(std::string& out, const Series& s, int index, const Layout& l) {
+  if (s.lo.empty()) return;
+  const std::string_view colour = palette_color(index);
+  if (uses_error_bars(s)) {
+    draw_error_bars(out, s, colour, l);
+    return;
+  }
+  const Pixels px{l};
+  std::string d;
+  std::vector<Point> lower, upper;
+  for (std::size_t i = 0; i <= s.x.size(); ++i) {
+    if (i < s.x.size() && spread_drawable(s, i, l.x.log, l.y.log)) {
+      lower.push_back(px.at(s.x[i], s.lo[i]));
+      upper.push_back(px.at(s.x[i], s.hi[i]));
+      continue;
+    }
+    if (lower.size() >= 2) {  // A lone point spans no area; its line shows a dot.
+      lower.insert(lower.end(), upper.rbegin(), upper.rend());
+      const std::vector<Point> polygon = clip_polygon(lower);
+      for (std::size_t k = 0; polygon.size() >= 3 && k < polygon.size(); ++k) {
+        put(d, k == 0 ? "M" : "L", px.x(polygon[k].x), " ", px.y(polygon[k].y));
+      }
+      if (polygon.size() >= 3) d += "Z";
+    }
+    lower.clear();
+    upper.clear();
+  }
+  if (d.empty()) return;
+  put(out, "<path class=\"band\" d=\"", d, "\" fill=\"", colour, "\" fill-opacity=\"",
+      num(kBandOpacity), "\" stroke=\"none\"/>\n");
 }
 
 // <text> with an optional superscript; `extra` carries anchor, rotation or weight.
@@ -220,21 +293,34 @@ void draw_axes(std::string& grid, std::string& out, const Figure& f, const Layou
   }
 }
 
-void draw_legend(std::string& out, const Figure& f, const Layout& l) {
+// `series` gives each entry's style, by the entry's position (as its colour is).
+void draw_legend(std::string& out, const std::vector<Series>& series, const Layout& l) {
   if (l.legend.empty()) return;
   put(out, "<rect class=\"legend\" x=\"", num(l.legend_x), "\" y=\"", num(l.legend_y),
       "\" width=\"", num(l.legend_width), "\" height=\"", num(l.legend_height),
       "\" fill=\"white\" stroke=\"#bbb\"/>\n");
   for (const LegendEntry& e : l.legend) {
+    const Series& s = series[e.series];
     const std::string_view colour = palette_color(e.series);
+    // The sample: a swatch of the band or an error bar behind a short line and its marker.
+    if (!s.lo.empty() && uses_error_bars(s)) {
+      put(out, "<path d=\"M", num(e.x + 12), " ", num(e.y - 6), "v12M", num(e.x + 12 - kCap), " ",
+          num(e.y - 6), "h", num(2 * kCap), "M", num(e.x + 12 - kCap), " ", num(e.y + 6), "h",
+          num(2 * kCap), "\" stroke=\"", colour, "\" stroke-width=\"1.2\"/>\n");
+    } else if (!s.lo.empty()) {
+      put(out, "<rect x=\"", num(e.x), "\" y=\"", num(e.y - 6),
+          "\" width=\"24\" height=\"12\" fill=\"", colour, "\" fill-opacity=\"", num(kBandOpacity),
+          "\"/>\n");
+    }
     put(out, "<path d=\"M", num(e.x), " ", num(e.y), "h24\" stroke=\"", colour,
-        "\" stroke-width=\"1.8\" stroke-linecap=\"round\"");
-    const std::string_view dash = dash_pattern(f.series[e.series], e.series);
+        "\" stroke-width=\"", num(s.emphasis ? kEmphasisLine : kLine),
+        "\" stroke-linecap=\"round\"");
+    const std::string_view dash = dash_pattern(s, e.series);
     if (!dash.empty()) put(out, " stroke-dasharray=\"", dash, "\"");
     out += "/>\n";
-    if (f.series[e.series].markers) {
-      put(out, "<circle cx=\"", num(e.x + 12), "\" cy=\"", num(e.y), "\" r=\"3\" fill=\"", colour,
-          "\"/>\n");
+    if (s.markers) {
+      put(out, "<circle cx=\"", num(e.x + 12), "\" cy=\"", num(e.y), "\" r=\"",
+          num(s.emphasis ? kEmphasisMarker : kMarker), "\" fill=\"", colour, "\"/>\n");
     }
     put_text(out, e.x + 32, e.y + 4, kLegendFont, "", e.text);
   }
@@ -243,17 +329,23 @@ void draw_legend(std::string& out, const Figure& f, const Layout& l) {
 // One figure's elements, in its own coordinates with the origin at its top-left corner.
 void put_panel(std::string& out, const Figure& f) {
   const Layout l = make_layout(f);
-  std::string grid, front;
+  // Grid lines and spreads beneath every line; emphasised series after the rest, on top.
+  std::string back, front, axes;
+  draw_axes(back, axes, f, l);
   for (std::size_t i = 0; i < f.series.size(); ++i) {
-    draw_series(front, f.series[i], static_cast<int>(i), l);
+    draw_spread(back, f.series[i], static_cast<int>(i), l);
+  }
+  for (const bool emphasis : {false, true}) {
+    for (std::size_t i = 0; i < f.series.size(); ++i) {
+      if (f.series[i].emphasis == emphasis) draw_series(front, f.series[i], static_cast<int>(i), l);
+    }
   }
   // The frame after the data, so lines running along an edge do not hide it.
   put(front, "<rect class=\"frame\" x=\"", num(l.left), "\" y=\"", num(l.top), "\" width=\"",
       num(l.right - l.left), "\" height=\"", num(l.bottom - l.top),
       "\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\"/>\n");
-  draw_axes(grid, front, f, l);
-  draw_legend(front, f, l);
-  put(out, grid, front);
+  put(out, back, front, axes);
+  draw_legend(out, f.series, l);
 }
 
 std::string document(int width, int height, std::string_view body) {
@@ -278,25 +370,40 @@ std::string render_svg(const Figure& figure) {
   return document(figure.width, figure.height, body);
 }
 
-std::string render_svg_grid(const std::vector<Figure>& figures, int columns) {
+std::string render_svg_grid(const std::vector<Figure>& figures, int columns,
+                            const GridOptions& options) {
   if (columns < 1) fail("render_svg_grid: columns must be at least 1, got ", columns);
+  if (!(std::isfinite(options.display_width) && options.display_width >= 0)) {
+    fail("render_svg_grid: display_width must be finite and not negative, got ",
+         options.display_width);
+  }
   for (const Figure& f : figures) check_figure(f);
   if (figures.empty()) return document(1, 1, "");
-  int cell_width = 0, cell_height = 0;
-  for (const Figure& f : figures) {
-    cell_width = std::max(cell_width, f.width);
-    cell_height = std::max(cell_height, f.height);
+  if (options.share_y) {
+    for (const Figure& f : figures) {
+      if (f.y.log != figures.front().y.log) {
+        fail("render_svg_grid: share_y needs every panel's y axis log or every one linear, but '",
+             figures.front().title, "' and '", f.title, "' differ");
+      }
+    }
   }
-  const int n = static_cast<int>(figures.size());
-  const int used_columns = std::min(columns, n), rows = (n + columns - 1) / columns;
+  const GridLayout g = make_grid_layout(figures, columns, options);
+  // Panels and the shared legend are drawn in their own units, magnified by g.scale.
+  const std::string scale = g.scale == 1 ? "" : " scale(" + exact(g.scale) + ")";
   std::string body;
-  for (int i = 0; i < n; ++i) {
-    put(body, "<g transform=\"translate(", std::to_string(i % columns * cell_width), " ",
-        std::to_string(i / columns * cell_height), ")\">\n");
-    put_panel(body, figures[i]);
+  for (int i = 0; i < static_cast<int>(g.panels.size()); ++i) {
+    put(body, "<g transform=\"translate(", num(i % columns * g.cell_width), " ",
+        num(i / columns * g.cell_height), ")", scale, "\">\n");
+    put_panel(body, g.panels[i]);
     body += "</g>\n";
   }
-  return document(used_columns * cell_width, rows * cell_height, body);
+  if (!g.legend.legend.empty()) {
+    put(body, "<g transform=\"translate(0 ", num(g.legend_top), ")", scale, "\">\n");
+    draw_legend(body, g.legend_series, g.legend);
+    body += "</g>\n";
+  }
+  return document(static_cast<int>(std::ceil(g.width)), static_cast<int>(std::ceil(g.height)),
+                  body);
 }
 
 }  // namespace gradflow::plot

@@ -50,13 +50,14 @@ double standard_error(std::span<const double> xs);
 // P(T <= t) for T ~ Student t with df degrees of freedom:
 // 1 - I_x(df/2, 1/2) / 2 for t >= 0 with x = df / (df + t^2), I the
 // regularised incomplete beta function; symmetric for t < 0.
-// Past df = 1e7: the normal CDF with its 1/df and 1/df^2 corrections;
+// For df > 1e7: the normal CDF with its 1/df and 1/df^2 corrections;
 // df = +inf gives the normal CDF.
 // REQUIRES: df > 0 (need not be an integer), t not NaN.
 double student_t_cdf(double t, double df);
 
 // t_{p, df}: the t with student_t_cdf(t, df) = p, found by bisection on the
-// smaller tail (within 1e-9 relative of 40-digit values for df in [1, 1e15]).
+// smaller tail; within 1e-9 relative of 40-digit values for df from 0.5 to
+// 1e15 and p from 1e-12 to 1 - 1e-12.
 // REQUIRES: 0 < p < 1, df > 0; df = +inf gives the normal quantile.
 double student_t_quantile(double p, double df);
 

@@ -20,22 +20,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<std::string> texts(const std::vector<Tick>& ticks, bool labelled_only = true) {
-  std::vector<std::string> out;
-  for (const Tick& t : ticks) {
-    if (!labelled_only || !t.label.empty()) out.push_back(tick_text(t));
-  }
-  return out;
-}
-
-std::vector<double> labelled_values(const std::vector<Tick>& ticks) {
-  std::vector<double> out;
-  for (const Tick& t : ticks) {
-    if (!t.label.empty()) out.push_back(t.value);
-  }
-  return out;
-}
-
 // A small XML check, enough for what render_svg emits: one root element, tags that nest and
 // balance, quoted attribute values without '<', and no '&' or '>' outside a known entity.
 ::testing::AssertionResult WellFormed(const std::string& svg) {
@@ -135,127 +119,6 @@ bool mentions_nan_or_inf(const std::string& svg) {
   return lower.find("nan") != std::string::npos || lower.find("inf") != std::string::npos;
 }
 
-TEST(LinearTicks, NiceStepsWithoutFloatingPointNoise) {
-  EXPECT_EQ(texts(linear_ticks(0, 1)),
-            (std::vector<std::string>{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"}));
-  const std::vector<Tick> tenths = linear_ticks(0.05, 0.72);
-  EXPECT_EQ(texts(tenths),
-            (std::vector<std::string>{"0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"}));
-  EXPECT_EQ(tenths[2].value, 0.3);  // Not 3 * 0.1 = 0.30000000000000004.
-  EXPECT_EQ(texts(linear_ticks(-3, 7)), (std::vector<std::string>{"-2", "0", "2", "4", "6"}));
-  EXPECT_EQ(texts(linear_ticks(-30, 1030)),
-            (std::vector<std::string>{"0", "200", "400", "600", "800", "1000"}));
-  EXPECT_EQ(texts(linear_ticks(2.07, 2.53)),
-            (std::vector<std::string>{"2.1", "2.2", "2.3", "2.4", "2.5"}));
-}
-
-TEST(LinearTicks, ScientificLabelsForVerySmallAndLargeValues) {
-  EXPECT_EQ(texts(linear_ticks(0, 5e-5)),
-            (std::vector<std::string>{"0", "1e-05", "2e-05", "3e-05", "4e-05", "5e-05"}));
-  EXPECT_EQ(
-      texts(linear_ticks(0, 3.3e6)),
-      (std::vector<std::string>{"0", "5e+05", "1e+06", "1.5e+06", "2e+06", "2.5e+06", "3e+06"}));
-}
-
-TEST(LinearTicks, StaysWithinRangeAndBudgetForManyRanges) {
-  for (double lo : {-1e9, -7.3, -0.001, 0.0, 0.5, 1e-7, 12345.0}) {
-    for (double span : {1e-6, 0.013, 1.0, 7.7, 99.0, 3e5}) {
-      for (int max : {2, 3, 5, 8}) {
-        const std::vector<Tick> ticks = linear_ticks(lo, lo + span, max);
-        ASSERT_GE(ticks.size(), 1u) << lo << " " << span;
-        ASSERT_LE(ticks.size(), static_cast<std::size_t>(max)) << lo << " " << span;
-        for (std::size_t i = 0; i < ticks.size(); ++i) {
-          EXPECT_GE(ticks[i].value, lo - 1e-12 * std::fabs(lo));
-          EXPECT_LE(ticks[i].value, lo + span + 1e-12 * std::fabs(lo + span));
-          EXPECT_EQ(ticks[i].label.find("000000000"), std::string::npos) << ticks[i].label;
-          if (i > 0) {
-            EXPECT_GT(ticks[i].value, ticks[i - 1].value);
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GE(linear_ticks(0, 1).size(), 5u);  // "About 5 to 8 ticks" by default.
-}
-
-TEST(LinearTicks, RejectsEmptyOrNonFiniteRanges) {
-  EXPECT_THROW(linear_ticks(1, 1), Error);
-  EXPECT_THROW(linear_ticks(2, 1), Error);
-  EXPECT_THROW(linear_ticks(kNaN, 1), Error);
-  EXPECT_THROW(linear_ticks(0, kInf), Error);
-  EXPECT_THROW(linear_ticks(0, 1, 1), Error);
-}
-
-TEST(LogTicks, DecadesWrittenOutInTheMiddleRange) {
-  const std::vector<Tick> ticks = log_ticks(3, 1200);
-  EXPECT_EQ(texts(ticks), (std::vector<std::string>{"10", "100", "1000"}));
-  EXPECT_EQ(labelled_values(ticks), (std::vector<double>{10, 100, 1000}));
-  // Unlabelled minor ticks at 3..9, 20..90, 200..900.
-  EXPECT_EQ(ticks.size() - 3, 7u + 8u + 8u);
-  EXPECT_FALSE(ticks.front().major);
-  EXPECT_EQ(ticks.front().value, 3);
-}
-
-TEST(LogTicks, PowersOfTenForSmallValues) {
-  EXPECT_EQ(texts(log_ticks(1e-6, 1e-2)),
-            (std::vector<std::string>{"10^-6", "10^-5", "10^-4", "10^-3", "10^-2"}));
-  const std::vector<Tick> ticks = log_ticks(1e-6, 1e-2);
-  EXPECT_EQ(ticks.front().label, "10");
-  EXPECT_EQ(ticks.front().exponent, "-6");
-}
-
-TEST(LogTicks, LabelsTwosAndFivesUnderTwoDecades) {
-  EXPECT_EQ(texts(log_ticks(0.9, 60)), (std::vector<std::string>{"1", "2", "5", "10", "20", "50"}));
-  EXPECT_EQ(texts(log_ticks(0.015, 0.6)),
-            (std::vector<std::string>{"0.02", "0.05", "0.1", "0.2", "0.5"}));
-  EXPECT_EQ(texts(log_ticks(1.5e-5, 3e-4)),
-            (std::vector<std::string>{"2×10^-5", "5×10^-5", "10^-4", "2×10^-4"}));
-}
-
-TEST(LogTicks, ThinsDecadesOnWideRanges) {
-  EXPECT_EQ(
-      texts(log_ticks(1e-20, 1e20)),
-      (std::vector<std::string>{"10^-18", "10^-12", "10^-6", "10^0", "10^6", "10^12", "10^18"}));
-  EXPECT_LE(texts(log_ticks(1e-20, 1e20, 3)).size(), 3u);
-}
-
-TEST(LogTicks, FallsBackToLinearStepsWithinADecade) {
-  EXPECT_EQ(texts(log_ticks(60, 150)), (std::vector<std::string>{"60", "80", "100", "120", "140"}));
-  EXPECT_EQ(texts(log_ticks(3, 8)), (std::vector<std::string>{"3", "4", "5", "6", "7", "8"}));
-}
-
-TEST(LogTicks, RejectsNonPositiveRanges) {
-  EXPECT_THROW(log_ticks(0, 10), Error);
-  EXPECT_THROW(log_ticks(-1, 10), Error);
-  EXPECT_THROW(log_ticks(10, 1), Error);
-}
-
-TEST(Scale, MapsMonotonicallyOntoThePixelRange) {
-  const Scale y{.lo = 1, .hi = 1000, .log = true, .pixel_lo = 400, .pixel_hi = 40};
-  EXPECT_DOUBLE_EQ(y.to_pixel(1), 400);
-  EXPECT_DOUBLE_EQ(y.to_pixel(1000), 40);
-  EXPECT_DOUBLE_EQ(y.to_pixel(std::sqrt(1000.0)), 220);
-  EXPECT_TRUE(std::isnan(y.fraction(-1)));
-  const Scale x{.lo = -2, .hi = 6, .log = false, .pixel_lo = 50, .pixel_hi = 650};
-  double previous = -kInf;
-  for (double v = -2; v <= 6; v += 0.25) {
-    const double p = x.to_pixel(v);
-    EXPECT_GT(p, previous);
-    EXPECT_GE(p, 50);
-    EXPECT_LE(p, 650);
-    previous = p;
-  }
-}
-
-TEST(FormatNumber, CompactAndNeverNegativeZero) {
-  EXPECT_EQ(format_number(12.5), "12.5");
-  EXPECT_EQ(format_number(3.0), "3");
-  EXPECT_EQ(format_number(1.234), "1.23");
-  EXPECT_EQ(format_number(-7.891), "-7.89");
-  EXPECT_EQ(format_number(-0.001), "0");
-  EXPECT_EQ(format_number(0.1 + 0.2), "0.3");
-}
-
 Figure sample_figure() {
   Figure f{.title = "Logit std vs d_k",
            .x = {.label = "d_k", .log = true},
@@ -274,8 +137,9 @@ TEST(RenderSvg, CompleteDocumentWithTitleLabelsAndLegend) {
   EXPECT_NE(svg.find("viewBox=\"0 0 720 450\""), std::string::npos);
   EXPECT_NE(svg.find("font-family=\"sans-serif\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"white\""), std::string::npos);
+  // ">10<tspan ...>3<": the tick 10^3, its exponent a superscript.
   for (const char* text : {">Logit std vs d_k<", ">d_k<", ">std of logits<", ">measured<",
-                           ">theory<", ">1000<", "stroke-dasharray"}) {
+                           ">theory<", ">10<tspan", ">3</tspan>", "stroke-dasharray"}) {
     EXPECT_NE(svg.find(text), std::string::npos) << text;
   }
   EXPECT_EQ(svg, render_svg(sample_figure()));  // Deterministic.
@@ -408,6 +272,130 @@ TEST(RenderSvg, RejectsInvalidFigures) {
   EXPECT_THROW(render_svg(Figure{.y = {.log = true, .min = 0}}), Error);
   EXPECT_THROW(render_svg(Figure{.x = {.max = kNaN}}), Error);
   EXPECT_THROW(render_svg(Figure{.width = 0}), Error);
+  Figure short_band;
+  short_band.series.push_back({.label = "s", .x = {1, 2}, .y = {1, 2}, .lo = {0}, .hi = {3, 4}});
+  EXPECT_THROW(render_svg(short_band), Error);
+  Figure lo_only;
+  lo_only.series.push_back({.label = "s", .x = {1, 2}, .y = {1, 2}, .lo = {0, 1}});
+  EXPECT_THROW(render_svg(lo_only), Error);
+  EXPECT_THROW(render_svg_grid({sample_figure()}, 1, {.display_width = -1}), Error);
+}
+
+// Every point of every path of class `cls` ("M x y L x y ... Z"), one vector per subpath.
+std::vector<std::vector<std::pair<double, double>>> subpaths(const std::string& svg,
+                                                             const std::string& cls) {
+  std::vector<std::vector<std::pair<double, double>>> out;
+  const std::string marker = "class=\"" + cls + "\"";
+  for (std::size_t at = svg.find(marker); at != std::string::npos; at = svg.find(marker, at + 1)) {
+    const std::string d = attribute(svg, marker, "d", at);
+    for (const char* p = d.c_str(); *p;) {
+      if (*p == 'Z') {
+        ++p;
+        continue;
+      }
+      if (*p == 'M') out.emplace_back();
+      ++p;
+      char* next = nullptr;
+      const double x = std::strtod(p, &next);
+      const double y = std::strtod(next, &next);
+      out.back().emplace_back(x, y);
+      p = next;
+    }
+  }
+  return out;
+}
+
+Figure band_figure() {
+  Figure f{.x = {.label = "step"}, .y = {.label = "loss", .log = true}};
+  Series s{.label = "mean of 5 seeds"};
+  for (int i = 0; i < 30; ++i) {
+    s.x.push_back(i);
+    s.y.push_back(std::exp(-0.1 * i));
+    s.lo.push_back(0.8 * s.y.back());
+    s.hi.push_back(1.25 * s.y.back());
+  }
+  f.series.push_back(s);
+  return f;
+}
+
+TEST(RenderSvg, BandBeneathTheLinesInsideTheFrame) {
+  Figure f = band_figure();
+  f.series[0].lo[10] = kNaN;  // Breaks the band in two,
+  f.series[0].lo[20] = -1;    // and in three: not drawable on a log axis.
+  f.series.push_back({.label = "other", .x = {0, 29}, .y = {1, 0.05}});
+  const std::string svg = render_svg(f);
+  ASSERT_TRUE(WellFormed(svg));
+  const auto polygons = subpaths(svg, "band");
+  ASSERT_EQ(polygons.size(), 3u);
+  EXPECT_EQ(polygons[0].size(), 20u);  // Points 0..9 along lo, then back along hi.
+  const Box box = frame(svg);
+  for (const auto& polygon : polygons) {
+    for (const auto& [x, y] : polygon) {
+      EXPECT_TRUE(x >= box.left - 0.01 && x <= box.right + 0.01) << x;
+      EXPECT_TRUE(y >= box.top - 0.01 && y <= box.bottom + 0.01) << y;
+    }
+  }
+  EXPECT_EQ(attribute(svg, "class=\"band\"", "fill"), palette_color(0));
+  EXPECT_EQ(attribute(svg, "class=\"band\"", "fill-opacity"), "0.18");
+  EXPECT_EQ(attribute(svg, "class=\"band\"", "stroke"), "none");
+  EXPECT_LT(svg.find("class=\"band\""), svg.find("class=\"series\""));  // Beneath every line.
+  EXPECT_EQ(svg.find("class=\"error-bars\""), std::string::npos);
+
+  // Fixed limits cut the band at the frame rather than letting it spill over.
+  Figure zoomed = band_figure();
+  zoomed.x.min = 5;
+  zoomed.x.max = 20;
+  zoomed.y.max = 0.5;
+  const std::string clipped = render_svg(zoomed);
+  const Box inner = frame(clipped);
+  bool touches_top = false;
+  for (const auto& polygon : subpaths(clipped, "band")) {
+    for (const auto& [x, y] : polygon) {
+      EXPECT_TRUE(x >= inner.left - 0.01 && x <= inner.right + 0.01) << x;
+      EXPECT_TRUE(y >= inner.top - 0.01 && y <= inner.bottom + 0.01) << y;
+      touches_top = touches_top || std::fabs(y - inner.top) < 0.01;
+    }
+  }
+  EXPECT_TRUE(touches_top);
+}
+
+TEST(RenderSvg, FewMarkedPointsGetErrorBarsInstead) {
+  Figure f{.x = {.log = true}};
+  f.series.push_back({.label = "measured",
+                      .x = {16, 64, 256, 1024},
+                      .y = {1, 2, 4, kNaN},
+                      .lo = {0.5, 1.5, kInf, 6},
+                      .hi = {1.5, 2.5, 5, 9},
+                      .markers = true});
+  const std::string svg = render_svg(f);
+  ASSERT_TRUE(WellFormed(svg));
+  EXPECT_EQ(svg.find("class=\"band\""), std::string::npos);
+  const auto parts = subpaths(svg, "error-bars");
+  // Three drawable spreads (not the Inf one; the NaN mean's is drawn), each a bar and two caps.
+  ASSERT_EQ(parts.size(), 9u);
+  const Box box = frame(svg);
+  for (const auto& part : parts) {
+    for (const auto& [x, y] : part) {
+      EXPECT_TRUE(x >= box.left - 0.01 && x <= box.right + 0.01) << x;
+      EXPECT_TRUE(y >= box.top - 0.01 && y <= box.bottom + 0.01) << y;
+    }
+  }
+  f.series[0].markers = false;  // A curve: a band, even for few points.
+  EXPECT_NE(render_svg(f).find("class=\"band\""), std::string::npos);
+}
+
+TEST(RenderSvg, EmphasisedSeriesDrawnThickerAndLast) {
+  Figure f;
+  f.series.push_back({.label = "default", .x = {1, 2, 3}, .y = {1, 2, 3}, .emphasis = true});
+  f.series.push_back({.label = "same values", .x = {1, 2, 3}, .y = {1, 2, 3}});
+  const std::string svg = render_svg(f);
+  const std::size_t first = svg.find("class=\"series\"");
+  const std::size_t second = svg.find("class=\"series\"", first + 1);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke", first), palette_color(1));
+  EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke", second), palette_color(0));  // On top.
+  EXPECT_GT(std::stod(attribute(svg, "class=\"series\"", "stroke-width", second)),
+            std::stod(attribute(svg, "class=\"series\"", "stroke-width", first)));
 }
 
 TEST(RenderSvgGrid, PanelsSideBySide) {
@@ -427,6 +415,21 @@ TEST(RenderSvgGrid, PanelsSideBySide) {
   EXPECT_EQ(frames, 3u);
   EXPECT_TRUE(WellFormed(render_svg_grid({}, 3)));
   EXPECT_THROW(render_svg_grid(panels, 0), Error);
+}
+
+TEST(RenderSvgGrid, MagnifiedPanelsAndOneLegend) {
+  std::vector<Figure> panels(4, band_figure());
+  const std::string svg = render_svg_grid(panels, 3, {.share_y = true, .legend_once = true});
+  ASSERT_TRUE(WellFormed(svg));
+  EXPECT_NE(svg.find("translate(720 0) scale(1.8)"), std::string::npos);
+  EXPECT_NE(svg.find("width=\"2160\""), std::string::npos);
+  std::size_t legends = 0;
+  for (std::size_t at = svg.find("class=\"legend\""); at != std::string::npos;
+       at = svg.find("class=\"legend\"", at + 1)) {
+    ++legends;
+  }
+  EXPECT_EQ(legends, 1u);
+  EXPECT_EQ(svg, render_svg_grid(panels, 3, {.share_y = true, .legend_once = true}));
 }
 
 TEST(Palette, EightDistinctColoursThenCycles) {
