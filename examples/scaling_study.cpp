@@ -14,6 +14,8 @@
 #include "examples/common/progress.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
+#include "examples/study/summary.h"
+#include "examples/study/verdicts.h"
 #include "tensor/parallel.h"
 
 using namespace gradflow;
@@ -40,7 +42,9 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 }
 
 // A progress bar per part, named, with the part's own units and ETA.
-study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, std::string label) {
+study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, std::string label,
+                               std::string unit) {
+  (void)unit;  // TODO(progress units)
   return [&bar, label](size_t done, size_t total) {
     if (!bar) bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total));
     bar->update(static_cast<int64_t>(done), label);
@@ -149,20 +153,52 @@ int run(int argc, char** argv) {
   std::vector<study::InitRow> init;
   std::vector<study::DepthRow> depth;
   study::PartBResult training;
-  if (run_a) init = study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation"));
-  if (run_d) depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth"));
-  if (run_b) training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training runs"));
-  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  study::write_csvs(out, init, training, depth);
-  std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
-  for (const auto& f : training.finals) {
-    auto& [sec, n] = per[{f.run.task, f.run.d_k}];
-    sec += f.seconds, ++n;
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  if (run_a) {
+    const auto t = std::chrono::steady_clock::now();
+    init = study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
+    info.seconds_a = seconds_since(t);
   }
-  for (const auto& [k, v] : per)
-    std::printf("%s d_k %lld: %.2f s per run (%d runs)\n", k.first.c_str(), (long long)k.second,
-                v.first / v.second, v.second);
-  std::printf("wrote %s (%.0f s)\n", out.c_str(), info.seconds);
+  if (run_d) {
+    const auto t = std::chrono::steady_clock::now();
+    depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
+    info.seconds_d = seconds_since(t);
+  }
+  if (run_b) {
+    const auto t = std::chrono::steady_clock::now();
+    training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
+    info.seconds_b = seconds_since(t);
+  }
+  info.seconds = seconds_since(start);
+  study::write_report(out, info, init, training, depth);
+
+  if (!init.empty()) {
+    std::printf("\n%-4s %-15s %s\n", "id", "verdict", "claim");
+    for (const study::Verdict& v :
+         study::judge_claims(init, study::summarise_training(training.finals)))
+      std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.claim.c_str());
+  }
+  if (!training.finals.empty()) {
+    std::printf("\nfinal held-out accuracy, mean over %lld seeds (95%% interval in report.md)\n",
+                static_cast<long long>(info.part_b.seeds));
+    std::printf("%-8s %5s", "task", "d_k");
+    for (const std::string& m : info.part_b.modes) std::printf(" %8.8s", m.c_str());
+    std::printf("\n");
+    std::string task;
+    int64_t d_k = -1;
+    for (const study::SettingSummary& s : study::summarise_training(training.finals)) {
+      if (s.task != task || s.d_k != d_k) {
+        if (d_k >= 0) std::printf("\n");
+        task = s.task, d_k = s.d_k;
+        std::printf("%-8s %5lld", task.c_str(), static_cast<long long>(d_k));
+      }
+      std::printf(" %8.3f", s.metric[0].mean);
+    }
+    std::printf("\n");
+  }
+  std::printf("\nreport: %s/report.md (%.0f s)\n", out.c_str(), info.seconds);
   return 0;
 }
 

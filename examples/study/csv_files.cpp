@@ -117,9 +117,9 @@ void write_csvs(const std::string& dir, const std::vector<InitRow>& init,
   }
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c :
-         {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90", "steps_to_99",
-          "reached_99", "loss_auc", "seq_accuracy", "spikes", "max_logit", "diverged"})
+    for (const char* c : {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90",
+                          "steps_to_99", "reached_99", "loss_auc", "seq_accuracy", "spikes",
+                          "max_logit", "grad_ratio_qv", "diverged"})
       columns.push_back(c);
     std::vector<Row> rows;
     for (const FinalRow& f : training.finals) {
@@ -128,7 +128,7 @@ void write_csvs(const std::string& dir, const std::vector<InitRow>& init,
       row.insert(row.end(), {f.lr, f.steps, number(f.final_accuracy), number(f.final_loss),
                              f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99,
                              number(f.loss_auc), f.seq_accuracy >= 0 ? number(f.seq_accuracy) : "",
-                             f.spikes, number(f.max_logit), f.diverged});
+                             f.spikes, number(f.max_logit), number(f.grad_ratio_qv), f.diverged});
       rows.push_back(row);
     }
     write_csv(dir + "/final_metrics.csv", columns, rows);

@@ -60,12 +60,13 @@ void random_qk(InitRow& row, const std::string& mode, size_t mode_index, const P
   const nn::ScaleMode scale = scale_mode_of(mode);
   const bool qk_norm = scale.kind == nn::ScaleMode::QkNorm;
   const double s = scale.value(row.d_k);  // the learned scale starts at 1/sqrt(d_k)
-  row.draws = o.draws;
+  // Fewer keys, noisier draws: more of them, so every estimate is as tight.
+  row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   row.logit_var_theory =
       qk_norm ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(row.d_k) * s * s;
   std::vector<double> var, entropy, max_weight, jacobian;
   Generator gen = seeded(o.seed, 1, mode_index, row.d_k, row.n_keys);
-  for (int64_t draw = 0; draw < o.draws; ++draw) {
+  for (int64_t draw = 0; draw < row.draws; ++draw) {
     Tensor q = normal_matrix(o.queries, row.d_k, gen), k = normal_matrix(row.n_keys, row.d_k, gen);
     if (qk_norm) q = normalize_rows(q), k = normalize_rows(k);
     // Shape: logits (queries, n_keys) = s q (queries, d_k) @ k^T (d_k, n_keys).

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include "autograd/ops.h"
 #include "examples/study/metrics.h"
@@ -167,6 +168,8 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
   return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
 }
 
+constexpr double kSpikeFloor = 0.1;  // nats
+
 // The run's summary from its evaluations (see FinalRow).
 void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {
   FinalRow& f = out.final;
@@ -190,11 +193,24 @@ void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_l
             static_cast<double>(c[i].step - c[i - 1].step);
   f.loss_auc =
       f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
+  // The smallest ratio among the layers at each of the last evaluations.
+  std::map<int64_t, double> smallest;
+  for (const LayerRow& r : out.layers) {
+    auto [it, fresh] = smallest.try_emplace(r.step, r.grad_ratio_qv);
+    if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
+  }
+  double ratio = 0;
+  size_t counted = 0;
+  for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
+    ratio += it->second;
+  f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
   const std::vector<bool> spikes = loss_spikes(train_losses);
   size_t row = 0;
   for (size_t step = 0; step < spikes.size(); ++step) {
     while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
-    if (!spikes[step]) continue;
+    // Near zero loss, doubling is noise (0.002 -> 0.005): a spike must also
+    // pass kSpikeFloor.
+    if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
     ++f.spikes;
     if (row < c.size()) out.curves[row].spike = true;
   }

@@ -73,7 +73,8 @@ struct InitRow {
 struct PartAOptions {
   std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
   std::vector<int64_t> n_keys = {8, 64, 512};
-  int64_t draws = 256, queries = 16;  // random q, k: draws of `queries` x n_keys
+  // Random q, k: max(draws, draws x 64 / n_keys) draws of `queries` x n_keys.
+  int64_t draws = 256, queries = 16;
   // Layer draws: max(8, layer_rows / n_keys), each a new layer on n_keys tokens.
   int64_t layer_rows = 1024, d_model = 64;
   uint64_t seed = 0;
@@ -118,7 +119,9 @@ struct CurveRow {
   RunKey run;
   int64_t step = 0;
   double train_loss = 0, eval_loss = 0, eval_accuracy = 0;
-  bool spike = false;  // a training loss above twice its running median since the last row
+  // A training step since the last row whose loss was above twice its
+  // running median (over the 20 steps before it) and above 0.1.
+  bool spike = false;
 };
 
 // Each attention layer at each evaluation step: the training dynamics.
@@ -145,6 +148,10 @@ struct FinalRow {
   double seq_accuracy = -1;  // reverse: whole sequences right by greedy decoding
   int64_t spikes = 0;
   double max_logit = 0;  // largest |logit| over the run
+  // The smallest W_Q / W_V gradient ratio among the attention layers,
+  // averaged over the last 10% of evaluations: a vanishing Q gradient in
+  // any layer shows here.
+  double grad_ratio_qv = 0;
   bool diverged = false;
   double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
