@@ -17,7 +17,9 @@ namespace gradflow::cli {
 namespace {
 
 constexpr size_t kBarWidth = 20, kMinBarWidth = 10;
-constexpr const char* kClearToEnd = "\x1b[K";  // erase what a longer previous line left
+constexpr double kMinRateSeconds = 0.5;             // a rate over less time reads as noise
+constexpr std::string_view kFieldSeparator = "  ";  // between fields of the caller's text
+constexpr const char* kClearToEnd = "\x1b[K";       // erase what a longer previous line left
 
 double steady_seconds() {
   using namespace std::chrono;
@@ -52,19 +54,6 @@ int64_t milestone_after(int64_t step, int64_t total) {
   return total + 1;
 }
 
-std::string format_rate(double steps_per_second) {
-  if (!(steps_per_second > 0) || !std::isfinite(steps_per_second)) return "-- steps/s";
-  char buf[48];
-  // Slow steps read better as seconds per step than as "0.02 steps/s".
-  if (steps_per_second < 1) {
-    std::snprintf(buf, sizeof buf, "%.1f s/step", 1 / steps_per_second);
-  } else {
-    std::snprintf(buf, sizeof buf, steps_per_second >= 100 ? "%.0f steps/s" : "%.1f steps/s",
-                  steps_per_second);
-  }
-  return buf;
-}
-
 int fd_of(const std::ostream& out) {
   if (&out == &std::cout) return STDOUT_FILENO;
   if (&out == &std::cerr || &out == &std::clog) return STDERR_FILENO;
@@ -97,6 +86,10 @@ Progress::Progress(int64_t total, std::ostream& out, ProgressOptions options)
   if (total_ < 1) fail("progress: total steps must be >= 1, got ", total_);
   if (options_.start_step < 0 || options_.start_step > total_)
     fail("progress: start step ", options_.start_step, " outside [0, ", total_, "]");
+  if (options_.unit.empty()) fail("progress: the unit must not be empty");
+  if (options_.units.empty()) options_.units = options_.unit + "s";
+  options_.unit = sanitize(options_.unit);
+  options_.units = sanitize(options_.units);
   if (!options_.clock) options_.clock = steady_seconds;
   fd_ = fd_of(out_);
   if (options_.tty) {
@@ -132,29 +125,58 @@ size_t Progress::width() const {
   return static_cast<size_t>(std::max(columns - 1, 10));  // the last column may wrap
 }
 
+double Progress::rate(int64_t step, double now) const {
+  const double elapsed = now - start_time_;
+  const int64_t done = step - options_.start_step;
+  return elapsed >= kMinRateSeconds && done > 0 ? static_cast<double>(done) / elapsed : NAN;
+}
+
+std::string Progress::rate_text(double per_second) const {
+  if (!(per_second > 0) || !std::isfinite(per_second)) return "-- " + options_.units + "/s";
+  char buf[48];
+  // Slow units read better as seconds per unit than as "0.02 steps/s".
+  if (per_second < 1) {
+    std::snprintf(buf, sizeof buf, "%.1f s/", 1 / per_second);
+    return buf + options_.unit;
+  }
+  std::snprintf(buf, sizeof buf, per_second >= 100 ? "%.0f " : "%.1f ", per_second);
+  return buf + options_.units + "/s";
+}
+
 std::string Progress::stats(int64_t step, double now, bool compact) const {
-  double elapsed = now - start_time_;
-  int64_t done = step - options_.start_step;
-  double rate = elapsed > 0 && done > 0 ? static_cast<double>(done) / elapsed : NAN;
-  double eta = step == total_ ? 0.0 : static_cast<double>(total_ - step) / rate;
+  const double elapsed = now - start_time_, per_second = rate(step, now);
+  const double eta = step == total_ ? 0.0 : static_cast<double>(total_ - step) / per_second;
   // Rounded down, so "100%" only ever means done; double so huge totals cannot overflow.
   auto percent =
       static_cast<int64_t>(100.0 * static_cast<double>(step) / static_cast<double>(total_));
   if (step < total_) percent = std::min<int64_t>(percent, 99);
-  std::string s = std::to_string(step) + "/" + std::to_string(total_) + " " +
-                  std::to_string(percent) + "%  " + format_rate(rate) + "  " +
-                  (compact ? "" : "elapsed ") + format_duration(elapsed) +
-                  (compact ? " eta " : "  eta ") + format_duration(eta);
-  return text_.empty() ? s : s + "  " + text_;
+  return std::to_string(step) + "/" + std::to_string(total_) + " " + std::to_string(percent) +
+         "%  " + rate_text(per_second) + "  " + (compact ? "" : "elapsed ") +
+         format_duration(elapsed) + (compact ? " eta " : "  eta ") + format_duration(eta);
 }
 
 std::string Progress::bar_line(double now) const {
-  // The caller's text (the loss) matters more than the bar, so on a narrow
-  // terminal the bar shrinks, then goes, before the text is cut.
-  std::string s = stats(step_, now, /*compact=*/true);
-  size_t w = width();
-  size_t bar = std::min(kBarWidth, w > s.size() + 3 ? w - s.size() - 3 : 0);  // "[", "] "
-  if (bar < kMinBarWidth) return fit(s, w);
+  // The caller's first field (the loss) matters more than the bar, and the
+  // bar more than the other fields (an evaluation's, also printed as a note
+  // of their own): on a narrow terminal the bar shrinks to its minimum, then
+  // the last fields go; only if the first field does not fit beside the
+  // smallest bar does the bar go and the line get cut.
+  const std::string stats_text = stats(step_, now, /*compact=*/true);
+  const size_t w = width(), brackets = 3;  // "[", "] "
+  auto with = [&](std::string_view text) {
+    std::string s = stats_text;
+    if (!text.empty()) s.append(kFieldSeparator).append(text);
+    return s;
+  };
+  std::string_view text = text_;
+  while (brackets + kMinBarWidth + with(text).size() > w) {
+    const size_t last = text.rfind(kFieldSeparator);
+    if (last == std::string_view::npos) break;
+    text = text.substr(0, last);
+  }
+  const std::string s = with(text);
+  const size_t bar = std::min(kBarWidth, w > s.size() + brackets ? w - s.size() - brackets : 0);
+  if (bar < kMinBarWidth) return fit(with(text_), w);
   auto filled = static_cast<size_t>(static_cast<double>(bar) * static_cast<double>(step_) /
                                     static_cast<double>(total_));
   // Built with append: g++ 12 at -O3 warns falsely (-Wrestrict) on a chain of
@@ -171,7 +193,9 @@ void Progress::draw(double now) {
 }
 
 void Progress::print_plain(double now) {
-  out_ << "step " << stats(step_, now, /*compact=*/false) << '\n' << std::flush;
+  out_ << options_.unit << ' ' << stats(step_, now, /*compact=*/false)
+       << (text_.empty() ? "" : kFieldSeparator) << text_ << '\n'
+       << std::flush;
   last_output_ = now;
   next_milestone_ = milestone_after(step_, total_);
 }
@@ -203,15 +227,14 @@ void Progress::finish(std::string_view text) {
   if (finished_) return;
   finished_ = true;
   if (!text.empty()) text_ = sanitize(text);
-  double now = options_.clock();
-  double elapsed = now - start_time_;
-  int64_t done = step_ - options_.start_step;
+  const double now = options_.clock();
   std::string line = "done " + std::to_string(step_) + "/" + std::to_string(total_) + " in " +
-                     format_duration(elapsed) + "  " +
-                     format_rate(elapsed > 0 ? static_cast<double>(done) / elapsed : NAN);
-  if (!text_.empty()) line += "  " + text_;
+                     format_duration(now - start_time_) + "  " + rate_text(rate(step_, now));
+  if (!text_.empty()) line += std::string(kFieldSeparator) + text_;
   if (tty_) {
-    out_ << '\r' << fit(line, width()) << kClearToEnd << '\n';
+    // Whole, not cut to the width: this line is never redrawn, so wrapping
+    // does no harm, and a cut could turn "accuracy 0.9998" into "accuracy 0.9".
+    out_ << '\r' << line << kClearToEnd << '\n';
   } else {
     out_ << line << '\n';
   }

@@ -1,12 +1,23 @@
-// Training progress for the example programs.
+// Progress of a long loop (training steps, or the scaling study's runs) for
+// the example programs.
 //
-// On a terminal one line is redrawn in place (at most ~10 times a second),
-// the bar shrinking or going if the window is too narrow for the text:
+// On a terminal one line is redrawn in place (at most ~10 times a second):
 //   [######--------------] 500/1500 33%  12.3 steps/s  40s eta 1m21s  loss 1.234
+// It never wraps. When the window is too narrow the bar shrinks (to 10
+// columns), then the caller's text loses its last fields (runs of text
+// separated by two spaces, "loss 1.2  val_loss 1.5  acc 0.9": the first is
+// kept), and only when even its first field does not fit beside the smallest
+// bar does the bar go and the line get cut.
 // Anywhere else (a log file, a pipe, CI) a plain line without '\r' or escape
 // codes is printed every 10 seconds or every 10% of the run, whichever comes
 // first, and always at the last step, so logs stay readable and small:
 //   step 500/1500 33%  12.3 steps/s  elapsed 40s  eta 1m21s  loss 1.234
+// The rate (and so the ETA) shows "--" until 0.5 s have passed: over less,
+// it would measure little more than the clock (a first update right after
+// construction once read "914913 steps/s").
+//
+// What is counted is named by ProgressOptions::unit: with {.unit = "run"},
+//   run 13/126 10%  3.1 s/run  elapsed 40s  eta 5m47s
 //
 //   cli::Progress progress(steps);
 //   for (int64_t step = 1; step <= steps; ++step) {
@@ -35,6 +46,11 @@ std::string format_duration(double seconds);
 // Every field has an initializer, so designated initializers such as
 // {.start_step = 500} compile cleanly under g++ 12's -Wmissing-field-initializers.
 struct ProgressOptions {
+  // What is counted, in the singular; the plain line starts with it and the
+  // rate names it ("3.1 s/run", "2.5 runs/s"). `units` is its plural, for
+  // an irregular one; empty means unit + "s".
+  std::string unit = "step";
+  std::string units = "";
   // Terminal mode: nullopt detects it (the stream is std::cout or std::cerr,
   // its fd is a tty and TERM is not "dumb"); tests force true or false.
   std::optional<bool> tty = std::nullopt;
@@ -47,8 +63,8 @@ struct ProgressOptions {
 
 class Progress {
  public:
-  // REQUIRES: total >= 1 and 0 <= options.start_step <= total (else throws
-  // gradflow::Error).
+  // REQUIRES: total >= 1, 0 <= options.start_step <= total and a non-empty
+  // options.unit (else throws gradflow::Error).
   explicit Progress(int64_t total, std::ostream& out, ProgressOptions options = {});
   explicit Progress(int64_t total);  // reports to std::cerr
   // Ends an unfinished terminal line, so an error reported while unwinding
@@ -68,9 +84,14 @@ class Progress {
   bool is_tty() const { return tty_; }
 
  private:
-  // "500/1500 33%  12.3 steps/s  elapsed 40s  eta 1m21s  TEXT"; compact
-  // drops "elapsed" to leave the terminal's width for the bar and the text.
+  // "500/1500 33%  12.3 steps/s  elapsed 40s  eta 1m21s", without the
+  // caller's text; compact drops "elapsed" to leave the terminal's width for
+  // the bar and the text.
   std::string stats(int64_t step, double now, bool compact) const;
+  // "12.3 steps/s", "4.0 s/step", or "-- steps/s" while unknown.
+  std::string rate_text(double per_second) const;
+  // Units per second since the start, NaN until it means something.
+  double rate(int64_t step, double now) const;
   std::string bar_line(double now) const;
   size_t width() const;
   void draw(double now);

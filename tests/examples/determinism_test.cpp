@@ -44,7 +44,10 @@ const std::vector<Program>& tiny_programs() {
       {kCharlm,
        join(kTiny, {"--corpus-chars", "3000", "--context", "16"}),
        {"--eval-batches", "1", "--sample-tokens", "20", "--sample-each-eval"}},
-      {kClassify, join(kTiny, {"--max-len", "6"}), {"--eval-examples", "32", "--show", "0"}}};
+      {kClassify, join(kTiny, {"--max-len", "6"}), {"--eval-examples", "32", "--show", "0"}},
+      {kRecall,
+       join(kTiny, {"--keys", "8", "--pairs", "3", "--queries", "2"}),
+       {"--eval-examples", "16", "--show", "0"}}};
   return programs;
 }
 

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 using ProgramsTest = ProgramTest;
 
 TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
-  for (const auto& program : {kSeq2seq, kCharlm, kClassify}) {
+  for (const auto& program : {kSeq2seq, kCharlm, kClassify, kRecall}) {
     Result r = run(program, {"--help"});
     EXPECT_EQ(r.code, 0) << program;
     for (const char* flag :
@@ -37,10 +37,13 @@ TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
   for (const char* flag : {"--text", "--temperature", "--top-k", "--sample-tokens", "--prompt"})
     EXPECT_NE(lm.out.find(flag), std::string::npos) << flag;
   EXPECT_NE(run(kClassify, {"--help"}).out.find("first symbol"), std::string::npos);
+  Result recall = run(kRecall, {"--help"});
+  for (const char* flag : {"--keys", "--pairs", "--queries", "--eval-examples", "--show"})
+    EXPECT_NE(recall.out.find(flag), std::string::npos) << flag;
 }
 
 TEST_F(ProgramsTest, BadFlagsAndValuesAreOneLineErrorsWithExitCode2) {
-  for (const auto& program : {kSeq2seq, kCharlm, kClassify}) {
+  for (const auto& program : {kSeq2seq, kCharlm, kClassify, kRecall}) {
     expect_usage_error(program, {"--no-such-flag"});
     expect_usage_error(program, {"--steps", "abc"});
     expect_usage_error(program, {"--steps", "0"});
@@ -61,6 +64,10 @@ TEST_F(ProgramsTest, BadFlagsAndValuesAreOneLineErrorsWithExitCode2) {
   expect_usage_error(kCharlm, {"--text", path("short.txt")});
   expect_usage_error(kCharlm, {"--prompt", "\x01"});
   expect_usage_error(kClassify, {"--min-len", "9", "--max-len", "5"});
+  expect_usage_error(kRecall, {"--pairs", "40", "--keys", "32"});
+  expect_usage_error(kRecall, {"--pairs", "4", "--queries", "5"});
+  expect_usage_error(kRecall, {"--keys", "0"});
+  expect_usage_error(kRecall, {"--pairs", "2048", "--keys", "4096"});  // 8192 tokens
 }
 
 // A tiny run writes its three files; --resume continues it in place.
@@ -70,7 +77,8 @@ TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
       {kCharlm,
        {"--corpus-chars", "3000", "--context", "16", "--eval-batches", "1", "--sample-tokens",
         "40"}},
-      {kClassify, {"--eval-examples", "32", "--max-len", "6"}}};
+      {kClassify, {"--eval-examples", "32", "--max-len", "6"}},
+      {kRecall, {"--eval-examples", "16", "--keys", "8", "--pairs", "3", "--queries", "2"}}};
   for (const auto& [program, extra] : programs) {
     const std::string out = path(fs::path(program).filename().string());
     std::vector<std::string> args = {"--steps", "20", "--eval-every", "10", "--out", out};
@@ -96,6 +104,25 @@ TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
   EXPECT_EQ(file.code, 0) << file.err;
   EXPECT_EQ(lines(read(path("seq2seq/log.csv"))), 28u);
   expect_usage_error(kCharlm, {"--resume", path("seq2seq")});
+  // recall's task flags are run flags: the checkpoint keeps them.
+  expect_usage_error(kRecall, {"--resume", path("recall"), "--steps", "30", "--keys", "9"});
+}
+
+// recall scores only the answers and shows some held-out sequences with the
+// model's answers: "  k3:v7 k1:v0 k5:v2 | k1 -> v0, k5 -> v6 (want v2)  (1/2 right)".
+TEST_F(ProgramsTest, RecallShowsHeldOutSequencesWithTheModelsAnswers) {
+  Result r = run(kRecall, kTiny,
+                 {"--steps", "2", "--keys", "8", "--pairs", "3", "--queries", "2",
+                  "--eval-examples", "8", "--show", "3", "--out", path("recall")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("held-out (8 sequences, 16 answers): accuracy "), std::string::npos)
+      << r.out;
+  size_t shown = 0;
+  for (size_t at = r.out.find(" | k"); at != std::string::npos; at = r.out.find(" | k", at + 1)) {
+    EXPECT_LT(r.out.find("/2 right)", at), r.out.find('\n', at)) << r.out;
+    ++shown;
+  }
+  EXPECT_EQ(shown, 3u) << r.out;
 }
 
 // --head-dim sets d_k in every attention layer, cross-attention included:

@@ -182,6 +182,86 @@ TEST(Progress, DetectsNonTerminalsAndRejectsBadTotals) {
   EXPECT_FALSE(Progress(10, out).is_tty());
   EXPECT_THROW(Progress(0, out), Error);
   EXPECT_THROW(Progress(10, out, {.start_step = 11}), Error);
+  EXPECT_THROW(Progress(10, out, {.unit = ""}), Error);
+}
+
+// A caller counting something else than steps says so, in both modes and in
+// the final line; the plural is unit + "s" unless given.
+TEST(Progress, NamesTheUnitItCounts) {
+  FakeClock clock;
+  std::ostringstream plain, fast, tty, odd;
+  Progress runs(126, plain, {.unit = "run", .tty = false, .clock = clock.fn()});
+  Progress draws(1000, fast, {.unit = "draw", .tty = false, .clock = clock.fn()});
+  Progress bar(126, tty, {.unit = "run", .tty = true, .clock = clock.fn(), .columns = 200});
+  Progress queries(1000, odd,
+                   {.unit = "query", .units = "queries", .tty = false, .clock = clock.fn()});
+  clock.now = 40;
+  runs.update(13, "part B");
+  draws.update(100);
+  bar.update(13);
+  queries.update(100);
+  EXPECT_EQ(plain.str(), "run 13/126 10%  3.1 s/run  elapsed 40s  eta 5m47s  part B\n");
+  EXPECT_EQ(fast.str(), "draw 100/1000 10%  2.5 draws/s  elapsed 40s  eta 6m00s\n");
+  EXPECT_EQ(tty.str(), "\r[##------------------] 13/126 10%  3.1 s/run  40s eta 5m47s\x1b[K");
+  EXPECT_EQ(odd.str(), "query 100/1000 10%  2.5 queries/s  elapsed 40s  eta 6m00s\n");
+  clock.now = 50;
+  draws.update(1000);
+  draws.finish();
+  EXPECT_EQ(lines_of(fast.str()).back(), "done 1000/1000 in 50s  20.0 draws/s");
+}
+
+// A rate over a moment measures the clock, not the work: a first update
+// right after construction once showed "914913 steps/s". Until 0.5 s have
+// passed the rate and the ETA say "--".
+TEST(Progress, ShowsNoRateUntilHalfASecondHasPassed) {
+  FakeClock clock;
+  std::ostringstream first, later, tty;
+  Progress p(126, first, {.unit = "run", .tty = false, .clock = clock.fn()});
+  Progress q(100, later, {.tty = false, .clock = clock.fn()});
+  Progress t(100, tty, {.tty = true, .clock = clock.fn(), .columns = 200});
+  clock.now = 1e-6;
+  p.update(13);  // a 10% boundary: printed at once
+  t.update(1);
+  EXPECT_EQ(first.str(), "run 13/126 10%  -- runs/s  elapsed 0s  eta --\n");
+  EXPECT_EQ(tty.str(), "\r[--------------------] 1/100 1%  -- steps/s  0s eta --\x1b[K");
+  clock.now = 0.49;
+  q.update(10);
+  EXPECT_EQ(later.str(), "step 10/100 10%  -- steps/s  elapsed 0s  eta --\n");
+  clock.now = 0.5;
+  q.update(20);
+  EXPECT_EQ(lines_of(later.str()).back(), "step 20/100 20%  40.0 steps/s  elapsed 0s  eta 2s");
+}
+
+// An 80-column terminal and the text a training program shows after an
+// evaluation ("loss ...  val_loss ...  accuracy ..."): the bar stays whole
+// and the line ends at a field, never inside a number; the dropped fields
+// are the evaluation's, which the program also prints as a note.
+TEST(Progress, EightyColumnsKeepTheBarAndWholeFields) {
+  FakeClock clock;
+  std::ostringstream out, wide;
+  Progress p(1000, out, {.tty = true, .clock = clock.fn(), .columns = 80});
+  Progress q(1000, wide, {.tty = true, .clock = clock.fn(), .columns = 120});
+  clock.now = 9.9;
+  const std::string text = "loss 0.001704  val_loss 0.001514  accuracy 0.9998";
+  p.update(560, text);
+  q.update(560, text);
+  EXPECT_EQ(out.str(),
+            "\r[###########---------] 560/1000 56%  56.6 steps/s  9s eta 7s  loss 0.001704\x1b[K");
+  EXPECT_EQ(wide.str(),
+            "\r[###########---------] 560/1000 56%  56.6 steps/s  9s eta 7s  " + text + "\x1b[K");
+  // seq2seq's four fields: as many as fit beside a bar of at least 10 columns.
+  clock.now = 100;
+  p.update(999, "loss 0.01  val_loss 0.02  token_acc 0.99  seq_acc 0.9");
+  std::string s = out.str().substr(out.str().rfind('\r'));
+  EXPECT_EQ(s,
+            "\r[#########-] 999/1000 99%  10.0 steps/s  1m40s eta 0s  loss 0.01  "
+            "val_loss 0.02\x1b[K");
+  EXPECT_LE(s.size() - 1 - 3, 79u);  // without '\r' and the escape code
+  // The final line is not redrawn, so it is printed whole even if it wraps.
+  p.finish("loss 0.0008434  val_loss 0.0008516  accuracy 1  and more to say");
+  EXPECT_EQ(out.str().substr(out.str().rfind('\r')),
+            "\rdone 999/1000 in 1m40s  10.0 steps/s  loss 0.0008434  val_loss 0.0008516  "
+            "accuracy 1  and more to say\x1b[K\n");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Runs the training programs as a user would (without a shell), for the
 // tests that drive them end to end. CMake passes the programs' paths as
-// GRADFLOW_SEQ2SEQ, GRADFLOW_CHARLM and GRADFLOW_CLASSIFY.
+// GRADFLOW_SEQ2SEQ, GRADFLOW_CHARLM, GRADFLOW_CLASSIFY and GRADFLOW_RECALL.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@ namespace gradflow::testing {
 inline const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
 inline const std::string kCharlm = GRADFLOW_CHARLM;
 inline const std::string kClassify = GRADFLOW_CLASSIFY;
+inline const std::string kRecall = GRADFLOW_RECALL;
 
 // Small enough that a run takes a moment even under the sanitizers.
 inline const std::vector<std::string> kTiny = {"--d-model", "16", "--heads", "2", "--layers", "1",

@@ -1,0 +1,226 @@
+// recall: trains a decoder-only transformer (DecoderLM) on multi-query
+// associative recall (nn/recall_task.h): a sequence lists key-value pairs,
+// then asks for the values of some of its keys. Answering takes an induction
+// circuit (attach each key to its value, look the query up), which forms
+// suddenly: the accuracy sits near chance for a while, then jumps. The data
+// is drawn from a seeded generator, so nothing is downloaded.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/common/training.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/optim.h"
+#include "nn/recall_task.h"
+
+namespace gradflow::examples {
+namespace {
+
+constexpr int64_t kPad = 0, kFirstKey = 3;  // nn/recall_task.h's token ids
+
+// "k12" or "v7" for a key or value id, "|" for SEP.
+std::string token_name(const nn::RecallTaskConfig& task, int64_t id) {
+  if (id < kFirstKey) return id == 1 ? "|" : "?";
+  if (id < kFirstKey + task.n_keys) return "k" + std::to_string(id - kFirstKey);
+  return "v" + std::to_string(id - kFirstKey - task.n_keys);
+}
+
+// The model's answer at every scored position of a batch, the argmax of its
+// logits there; -1 elsewhere. Teacher-forced, as the task is scored: the
+// model reads the true earlier answers, so each answer is one greedy token.
+std::vector<int64_t> answers(const nn::DecoderLM& model, const nn::RecallBatch& b,
+                             double* loss = nullptr) {
+  Variable logits = model.forward(b.input);  // (B, T, V)
+  if (loss != nullptr) *loss = nn::cross_entropy(logits, b.target, kPad).item();
+  const std::vector<double> l = logits.data().to_vector();
+  const std::vector<double> target = b.target.to_vector();
+  const int64_t v = logits.data().shape()[2];
+  std::vector<int64_t> out(target.size(), -1);
+  for (size_t p = 0; p < target.size(); ++p) {
+    if (target[p] == kPad) continue;
+    const double* row = l.data() + p * static_cast<size_t>(v);
+    int64_t best = 0;
+    for (int64_t j = 1; j < v; ++j)
+      if (row[j] > row[best]) best = j;
+    out[p] = best;
+  }
+  return out;
+}
+
+struct Scores {
+  double loss = 0, accuracy = 0;
+};
+
+// Mean loss over the batches and the fraction of answers the model gets right.
+Scores score(const nn::DecoderLM& model, const std::vector<nn::RecallBatch>& set) {
+  Scores s;
+  int64_t right = 0, total = 0;
+  for (const nn::RecallBatch& b : set) {
+    double loss = 0;
+    const std::vector<int64_t> got = answers(model, b, &loss);
+    const std::vector<double> want = b.target.to_vector();
+    s.loss += loss;
+    for (size_t p = 0; p < want.size(); ++p) {
+      if (want[p] == kPad) continue;
+      right += got[p] == static_cast<int64_t>(want[p]);
+      ++total;
+    }
+  }
+  s.loss /= static_cast<double>(set.size());
+  s.accuracy = static_cast<double>(right) / static_cast<double>(total);
+  return s;
+}
+
+// "k3:v7 k12:v1 ... | k12 -> v1, k3 -> v5 (want v7)  (7/8 right)".
+void print_answers(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
+                   const nn::RecallBatch& b, int64_t n) {
+  const std::vector<int64_t> got = answers(model, b);
+  const int64_t t = b.input.shape()[1];
+  for (int64_t i = 0; i < std::min(n, b.input.shape()[0]); ++i) {
+    std::string line = " ";
+    for (int64_t p = 0; p < 2 * task.pairs; p += 2)
+      line += " " + token_name(task, static_cast<int64_t>(b.input.at({i, p}))) + ":" +
+              token_name(task, static_cast<int64_t>(b.input.at({i, p + 1})));
+    line += " |";
+    int64_t right = 0, asked = 0;
+    for (int64_t p = 0; p < t; ++p) {
+      const auto want = static_cast<int64_t>(b.target.at({i, p}));
+      if (want == kPad) continue;
+      const int64_t answer = got[static_cast<size_t>(i * t + p)];
+      line += std::string(asked++ ? ", " : " ") +
+              token_name(task, static_cast<int64_t>(b.input.at({i, p}))) + " -> " +
+              token_name(task, answer);
+      if (answer == want)
+        ++right;
+      else
+        line += " (want " + token_name(task, want) + ")";
+    }
+    std::cout << line << "  (" << right << "/" << asked << " right)\n";
+  }
+}
+
+int run(int argc, char** argv) {
+  cli::ArgParser args(
+      "recall",
+      "Train a decoder-only transformer on multi-query associative recall: each sequence lists "
+      "key-value pairs, then asks for the values of some of its keys (k3 v7 k12 v1 ... | k12 v1 "
+      "...); only the answers are scored. It needs an induction circuit, which forms suddenly: "
+      "accuracy sits near chance, then jumps. With no arguments it reaches 100% held-out "
+      "accuracy for seeds 0, 1 and 2 (the jump comes near step 300 of 1000) in about 20 s on "
+      "one thread. Output goes to runs/recall unless --out is given.");
+  RunFlags run_flags(args);
+  CommonFlags flags{.steps = 1000,
+                    .batch = 64,
+                    .warmup = 50,
+                    .eval_every = 100,
+                    .save_every = 500,
+                    .lr = 3e-3,
+                    .d_model = 64,
+                    .heads = 2,
+                    .layers = 2,
+                    .d_ff = 128,
+                    .out = "runs/recall"};
+  int64_t keys = 32, pairs = 8, queries = 0;
+  run_flags.add("--keys", &keys, "distinct keys, and distinct values, to draw from")
+      .min(1)
+      .max(4096);
+  run_flags.add("--pairs", &pairs, "key-value pairs per sequence (at most --keys)")
+      .min(1)
+      .max(2048);
+  run_flags.add("--queries", &queries, "keys asked for per sequence (at most --pairs; 0: --pairs)")
+      .min(0)
+      .max(2048);
+  add_common_flags(args, run_flags, flags);
+  int64_t eval_examples = 512, show = 4;
+  args.add("--eval-examples", &eval_examples, "held-out sequences (in batches of up to 128)")
+      .min(1)
+      .max(1 << 20);
+  args.add("--show", &show, "held-out sequences printed with the model's answers at the end")
+      .min(0);
+  args.parse(argc, argv);
+  nn::Metadata resumed = setup_run("recall", args, argc, argv, run_flags, flags);
+  if (pairs > keys)
+    throw cli::UsageError("--pairs " + std::to_string(pairs) + " exceeds --keys " +
+                          std::to_string(keys) + " (keys are distinct within a sequence)");
+  if (queries > pairs)
+    throw cli::UsageError("--queries " + std::to_string(queries) + " exceeds --pairs " +
+                          std::to_string(pairs) + " (each query asks for a different key)");
+  const nn::RecallTaskConfig task{
+      .n_keys = keys, .n_values = keys, .pairs = pairs, .queries = queries > 0 ? queries : pairs};
+  try {
+    nn::validate_recall_task(task);
+  } catch (const std::exception& e) {
+    throw cli::UsageError(e.what());
+  }
+
+  const nn::ModelConfig config =
+      resumed.empty() ? model_config(flags, nn::recall_vocab_size(task), nn::recall_seq_len(task))
+                      : config_from_metadata(resumed);
+  Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
+  nn::DecoderLM model(config, init);
+  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
+  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+  // Held out: its own generator, so it neither moves nor replays the training stream.
+  Generator eval_gen(static_cast<uint64_t>(flags.seed) ^ 0x9e3779b97f4a7c15ull);
+  std::vector<nn::RecallBatch> eval_set;
+  for (int64_t left = eval_examples; left > 0; left -= 128)
+    eval_set.push_back(nn::make_recall_batch(task, std::min<int64_t>(left, 128), eval_gen));
+
+  std::cout << "recall: " << task.pairs << " pairs of " << task.n_keys << " keys and "
+            << task.n_values << " values, " << task.queries << " queries per sequence (length "
+            << nn::recall_seq_len(task) + 1 << "), vocab " << config.vocab << "; "
+            << model.num_parameters() << " parameters (d_model " << config.d_model << ", heads "
+            << config.heads << ", layers " << config.layers << ", d_ff " << config.d_ff
+            << ", scale " << config.scale.name() << ")\n"
+            << "  " << flags.steps << " steps of " << flags.batch << " sequences, "
+            << schedule.describe() << "; " << eval_examples << " held-out sequences; output in "
+            << flags.out << "\n"
+            << std::flush;
+
+  LoopOptions loop = loop_options(flags);
+  loop.metrics = {"val_loss", "accuracy"};
+  loop.metadata = run_metadata("recall", config, run_flags);
+  Hooks hooks;
+  hooks.batch = [&]() -> PartLoss {
+    nn::RecallBatch b = nn::make_recall_batch(task, flags.batch, data);
+    const int64_t count = nn::counted_targets(b.target, kPad);
+    return [&model, b, count](int64_t part, int64_t parts) {
+      return nn::cross_entropy(model.forward(part_rows(b.input, part, parts)),
+                               part_rows(b.target, part, parts), kPad, 0.0, count);
+    };
+  };
+  hooks.evaluate = [&] {
+    Scores s = score(model, eval_set);
+    return Evaluation{{s.loss, s.accuracy}, ""};
+  };
+  TrainResult result =
+      run_training(model, optimizer, schedule, {{"init", &init}, {"data", &data}}, loop, hooks);
+  if (result.outcome != Outcome::kFinished) return exit_code(result);
+
+  model.eval();
+  NoGradGuard no_grad;
+  if (result.metrics.empty()) result.metrics = hooks.evaluate().metrics;
+  std::printf(
+      "held-out (%lld sequences, %lld answers): accuracy %.2f%% (chance %.1f%%), loss %.4g\n",
+      static_cast<long long>(eval_examples), static_cast<long long>(eval_examples * task.queries),
+      100 * result.metrics[1], 100.0 / static_cast<double>(task.n_values), result.metrics[0]);
+  if (result.skipped > 0)
+    std::printf("%lld steps skipped for non-finite values\n",
+                static_cast<long long>(result.skipped));
+  if (show > 0) {
+    std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
+    print_answers(model, task, eval_set.front(), show);
+  }
+  std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace gradflow::examples
+
+int main(int argc, char** argv) {
+  return gradflow::cli::run_cli(argc, argv, gradflow::examples::run);
+}
