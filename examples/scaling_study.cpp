@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 
@@ -41,15 +42,19 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
   return out;
 }
 
-// A progress bar per part, named, with the part's own units and ETA.
+// A progress display per part, named, counting the part's own units, its
+// clock started when the part starts (run_jobs reports 0 done first).
 study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, std::string label,
                                std::string unit) {
-  (void)unit;  // TODO(progress units)
-  return [&bar, label](size_t done, size_t total) {
-    if (!bar) bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total));
+  return [&bar, label, unit](size_t done, size_t total) {
+    if (done == 0) {
+      bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total), std::cerr,
+                                            cli::ProgressOptions{.unit = unit});
+      return;
+    }
     bar->update(static_cast<int64_t>(done), label);
     if (done == total) {
-      bar->finish(label + " done");
+      bar->finish(label + ": done");
       bar.reset();
     }
   };

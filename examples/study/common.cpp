@@ -67,6 +67,7 @@ void run_jobs(const std::string& part, size_t count, int threads,
       if (progress) progress(++done, count);
     }
   };
+  if (progress) progress(0, count);  // the start: a display can start its clock
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();

@@ -72,14 +72,21 @@ void write_csvs(const std::string& dir, const std::vector<InitRow>& init,
     write_csv(dir + "/init_metrics.csv", columns, rows);
   }
   if (!depth.empty()) {
-    std::vector<std::string> columns = {"mode", "norm_placement", "layers", "layer"};
-    for (const char* name : {"grad_norm_wq", "grad_norm_wv", "grad_norm_ff", "token_cosine"})
-      add_estimate_columns(columns, name);
+    // The estimates first, then their standard errors and the draws.
+    const std::vector<Estimate DepthRow::*> fields = {
+        &DepthRow::grad_norm_wq, &DepthRow::grad_norm_wv, &DepthRow::grad_norm_ff,
+        &DepthRow::token_cosine};
+    std::vector<std::string> columns = {"mode",         "norm_placement", "layers",
+                                        "layer",        "grad_norm_wq",   "grad_norm_wv",
+                                        "grad_norm_ff", "token_cosine"};
+    for (size_t i = 4; i < 8; ++i) columns.push_back(columns[i] + "_se");
+    columns.push_back("draws");
     std::vector<Row> rows;
     for (const DepthRow& r : depth) {
       Row row = {r.mode, r.norm_placement, r.layers, r.layer};
-      for (const Estimate* e : {&r.grad_norm_wq, &r.grad_norm_wv, &r.grad_norm_ff, &r.token_cosine})
-        add_estimate(row, *e);
+      for (auto field : fields) row.push_back(number((r.*field).mean));
+      for (auto field : fields) row.push_back(number((r.*field).se));
+      row.push_back(r.draws);
       rows.push_back(row);
     }
     write_csv(dir + "/depth_metrics.csv", columns, rows);

@@ -100,7 +100,7 @@ std::vector<DepthRow> run_depth_probe(const DepthOptions& o, const ProgressFn& p
             return estimate_of(v);
           };
           rows[i].push_back({job.mode, job.pre_ln ? "pre_ln" : "post_ln", job.layers, layer,
-                             across(&Sample::wq), across(&Sample::wv), across(&Sample::ff),
+                             o.draws, across(&Sample::wq), across(&Sample::wv), across(&Sample::ff),
                              across(&Sample::cosine)});
         }
       },

@@ -45,7 +45,8 @@ using ProgressFn = std::function<void(size_t done, size_t total)>;
 
 // Runs job(0) ... job(count - 1) on `threads` threads, each job on one
 // thread (so each job's kernels run single-threaded), jobs taken in index
-// order; progress is called after each, one call at a time. Jobs must write
+// order; progress is called with 0 done before the first job starts and
+// after each, one call at a time. Jobs must write
 // only their own results, so the output does not depend on the thread count.
 // Throws Error naming `part` with the first job's error.
 void run_jobs(const std::string& part, size_t count, int threads,
@@ -168,6 +169,7 @@ PartBResult run_part_b(const PartBOptions& options, const ProgressFn& progress =
 struct DepthRow {
   std::string mode, norm_placement;  // "pre_ln" or "post_ln"
   int64_t layers = 0, layer = 0;     // layer counts from 0 at the input
+  int64_t draws = 0;
   Estimate grad_norm_wq, grad_norm_wv, grad_norm_ff, token_cosine;
 };
 
