@@ -1,17 +1,22 @@
 // scaling_study: how the attention scale (1/sqrt(d_k), none, 1/d_k, ...)
-// affects attention and gradient flow, at initialisation (Part A), in
-// training (Part B) and across learning rates (Part C, --full). Writes CSV
-// files, SVG plots and report.md with a verdict on each claim of
-// ../shared/STUDY.md computed from this run's numbers.
+// affects attention and gradient flow: at initialisation (Part A), in
+// training over several seeds (Part B) and across depth (Part D). Writes CSV
+// files, SVG plots and report.md, whose verdicts are computed from this
+// run's numbers; docs/study.md explains the claims and the metrics.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
+#include <map>
 #include <memory>
 
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
+#include "examples/study/summary.h"
+#include "examples/study/verdicts.h"
 #include "tensor/parallel.h"
 
 using namespace gradflow;
@@ -24,32 +29,85 @@ std::string command_line(int argc, char** argv) {
   return out;
 }
 
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end == start) throw cli::UsageError(flag + ": an empty item in '" + text + "'");
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A progress display per part, named, counting the part's own units, its
+// clock started when the part starts (run_jobs reports 0 done first).
+study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, std::string label,
+                               std::string unit) {
+  return [&bar, label, unit](size_t done, size_t total) {
+    if (done == 0) {
+      bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total), std::cerr,
+                                            cli::ProgressOptions{.unit = unit});
+      return;
+    }
+    bar->update(static_cast<int64_t>(done), label);
+    if (done == total) {
+      bar->finish(label + ": done");
+      bar.reset();
+    }
+  };
+}
+
 int run(int argc, char** argv) {
   cli::ArgParser args(
       "scaling_study",
-      "Measures how the attention scale affects attention and gradient flow. Part A: "
-      "at initialisation for d_k in {4, 16, 64, 256, 1024}. Part B: trains small "
-      "transformers (reverse with an encoder-decoder, copy with a decoder) under each "
-      "scale mode for d_k in {16, 64, 256}. Part C (--full): a learning-rate sweep. "
-      "Writes report.md, CSV files and SVG plots to --out.");
+      "Measures how the attention scale affects attention and gradient flow. Part A: at "
+      "initialisation, over many random draws, for d_k in {4, 16, 64, 256, 1024} and 8, 64, "
+      "512 keys. Part B: trains an encoder-decoder on reverse and a two-layer decoder on "
+      "associative recall under each mode for d_k in {16, 64, 256}, over several seeds. Part D: "
+      "gradient norms and token similarity across 1 to 8 layers at initialisation. Writes "
+      "report.md, CSV files and SVG plots to --out.");
   std::string out = "runs/scaling_study";
   args.add("--out", &out, "output directory");
   int64_t seed = 0;
-  args.add("--seed", &seed, "random seed (every mode of a setting shares it)").min(0);
+  args.add("--seed", &seed, "base random seed (seed i of Part B is derived from it)").min(0);
   int threads = 2;
-  args.add("--threads", &threads, "training runs side by side (each single-threaded)")
-      .min(1)
-      .max(64);
+  args.add("--threads", &threads, "jobs run side by side (each single-threaded)").min(1).max(64);
   bool full = false;
-  args.add_flag("--full", &full,
-                "longer training and the learning-rate sweep (Part C); about 45 minutes");
+  args.add_flag("--full", &full, "10 seeds instead of 3, and more draws");
+  int64_t seeds = 0;
+  args.add("--seeds", &seeds, "training seeds per setting (0: 3, or 10 with --full)").min(0);
   int64_t steps = 0;
-  args.add("--steps", &steps, "training steps per run in Part B (0: 400, or 1000 with --full)")
-      .min(0);
-  bool skip_training = false;
-  args.add_flag("--skip-training", &skip_training, "Part A only");
+  args.add("--steps", &steps, "training steps per run (0: each task's own)").min(0);
+  std::string tasks = "reverse,recall", d_ks = "16,64,256", modes;
+  args.add("--tasks", &tasks, "Part B's tasks, comma-separated: reverse, recall");
+  args.add("--d-ks", &d_ks, "Part B's head sizes d_k, comma-separated");
+  args.add("--modes", &modes, "Part B's modes, comma-separated (empty: all seven)");
+  int64_t recall_pairs = 0, recall_keys = 0;
+  args.add("--recall-pairs", &recall_pairs,
+           "recall: key-value pairs per example, each asked for once (0: the task's own)")
+      .min(0)
+      .max(512);
+  args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 32)")
+      .min(0)
+      .max(4096);
+  std::string parts = "A,B,D";
+  args.add("--parts", &parts, "which parts to run, comma-separated: A, B, D");
   args.parse(argc, argv);
 
+  bool run_a = false, run_b = false, run_d = false;
+  for (const std::string& p : split_list(parts, "--parts")) {
+    if (p == "A")
+      run_a = true;
+    else if (p == "B")
+      run_b = true;
+    else if (p == "D")
+      run_d = true;
+    else
+      throw cli::UsageError("--parts: unknown part '" + p + "' (expected A, B or D)");
+  }
   const auto start = std::chrono::steady_clock::now();
   std::filesystem::create_directories(out);
   study::RunInfo info;
@@ -57,62 +115,93 @@ int run(int argc, char** argv) {
   info.seed = static_cast<uint64_t>(seed);
   info.threads = threads;
   info.full = full;
-  info.part_a.seed = info.seed;
-  info.part_b.seed = info.seed;
-  info.part_b.threads = threads;
-  info.part_b.steps = steps > 0 ? steps : full ? 1000 : 400;
-  set_num_threads(1);  // parallelism comes from running several trainings at once
+  info.part_a.seed = info.part_b.seed = info.depth.seed = info.seed;
+  info.part_a.threads = info.part_b.threads = info.depth.threads = threads;
+  info.part_b.seeds = seeds > 0 ? seeds : full ? 10 : 3;
+  info.part_b.steps = steps;
+  info.part_b.tasks.clear();
+  for (const std::string& t : split_list(tasks, "--tasks")) {
+    if (t == "reverse")
+      info.part_b.tasks.push_back(study::reverse_setup());
+    else if (t == "recall") {
+      study::TaskSetup recall = study::recall_setup();
+      if (recall_keys > 0) recall.recall.n_keys = recall.recall.n_values = recall_keys;
+      if (recall_pairs > 0) recall.recall.pairs = recall.recall.queries = recall_pairs;
+      if (recall.recall.pairs > recall.recall.n_keys)
+        throw cli::UsageError("--recall-pairs " + std::to_string(recall.recall.pairs) +
+                              " exceeds the " + std::to_string(recall.recall.n_keys) + " keys");
+      info.part_b.tasks.push_back(recall);
+    } else
+      throw cli::UsageError("--tasks: unknown task '" + t + "' (expected reverse or recall)");
+  }
+  info.part_b.d_ks.clear();
+  for (const std::string& d : split_list(d_ks, "--d-ks")) {
+    int64_t v = 0;
+    cli::detail::parse_value("--d-ks", d, &v);
+    if (v < 1 || v > 4096) throw cli::UsageError("--d-ks: " + d + " is not in [1, 4096]");
+    info.part_b.d_ks.push_back(v);
+  }
+  if (!modes.empty()) {
+    info.part_b.modes = split_list(modes, "--modes");
+    for (const std::string& m : info.part_b.modes)
+      if (std::find(study::study_modes().begin(), study::study_modes().end(), m) ==
+          study::study_modes().end())
+        throw cli::UsageError("--modes: unknown mode '" + m + "'");
+  }
+  if (full) info.part_a.layer_rows = 8192, info.depth.draws = 32;
+  set_num_threads(1);  // parallelism comes from running several jobs at once
   // Unscaled attention saturates, and its gradients are then full of denormal
-  // floats, which Intel cores handle several times slower: the default run
-  // took 268 s instead of 51 there (tensor/parallel.h).
+  // floats, which Intel cores handle several times slower (tensor/parallel.h).
   set_flush_denormals(true);
 
-  std::printf("Part A: attention at initialisation...\n");
-  std::fflush(stdout);
-  std::vector<study::InitRow> init = study::run_part_a(info.part_a);
-  // A bar on a terminal, plain periodic lines otherwise (runs finish on
-  // worker threads, one report at a time).
   std::unique_ptr<cli::Progress> bar;
-  auto progress = [&bar](size_t done, size_t total) {
-    if (!bar) bar = std::make_unique<cli::Progress>(static_cast<int64_t>(total));
-    bar->update(static_cast<int64_t>(done), "training runs");
-    if (done == total) {
-      bar->finish("done");
-      bar.reset();
-    }
+  std::vector<study::InitRow> init;
+  std::vector<study::DepthRow> depth;
+  study::PartBResult training;
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  study::PartBResult training, sweep;
-  if (!skip_training) {
-    std::printf("Part B: training under each scale mode (%lld steps per run)...\n",
-                static_cast<long long>(info.part_b.steps));
-    std::fflush(stdout);
-    training = study::run_part_b(info.part_b, {info.part_b.lr}, true, progress);
-    if (full) {
-      info.sweep_lrs = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2};
-      study::PartBOptions o = info.part_b;
-      o.tasks = {"reverse"};
-      std::printf("Part C: learning-rate sweep...\n");
-      std::fflush(stdout);
-      sweep = study::run_part_b(o, info.sweep_lrs, false, progress);
-    }
+  if (run_a) {
+    const auto t = std::chrono::steady_clock::now();
+    init = study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
+    info.seconds_a = seconds_since(t);
   }
-  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  study::write_report(out, info, init, training, sweep);
+  if (run_d) {
+    const auto t = std::chrono::steady_clock::now();
+    depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
+    info.seconds_d = seconds_since(t);
+  }
+  if (run_b) {
+    const auto t = std::chrono::steady_clock::now();
+    training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
+    info.seconds_b = seconds_since(t);
+  }
+  info.seconds = seconds_since(start);
+  study::write_report(out, info, init, training, depth);
 
-  std::printf("\n%-4s %-15s %s\n", "id", "verdict", "why");
-  for (const study::Verdict& v : study::judge_claims(init, training))
-    std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.why.c_str());
+  if (!init.empty()) {
+    std::printf("\n%-4s %-15s %s\n", "id", "verdict", "claim");
+    for (const study::Verdict& v :
+         study::judge_claims(init, study::summarise_training(training.finals)))
+      std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.claim.c_str());
+  }
   if (!training.finals.empty()) {
-    std::printf("\n%-13s %5s", "task", "d_k");
-    for (const std::string& m : study::study_modes()) std::printf(" %12s", m.c_str());
-    std::printf("   (held-out accuracy)\n");
-    for (size_t i = 0; i < training.finals.size(); i += study::study_modes().size()) {
-      std::printf("%-13s %5lld", training.finals[i].task.c_str(),
-                  static_cast<long long>(training.finals[i].d_k));
-      for (size_t m = 0; m < study::study_modes().size(); ++m)
-        std::printf(" %12.4f", training.finals[i + m].final_accuracy);
-      std::printf("\n");
+    std::printf("\nfinal held-out accuracy, mean over %lld seeds (95%% interval in report.md)\n",
+                static_cast<long long>(info.part_b.seeds));
+    std::printf("%-8s %5s", "task", "d_k");
+    for (const std::string& m : info.part_b.modes) std::printf(" %8.8s", m.c_str());
+    std::printf("\n");
+    std::string task;
+    int64_t d_k = -1;
+    for (const study::SettingSummary& s : study::summarise_training(training.finals)) {
+      if (s.task != task || s.d_k != d_k) {
+        if (d_k >= 0) std::printf("\n");
+        task = s.task, d_k = s.d_k;
+        std::printf("%-8s %5lld", task.c_str(), static_cast<long long>(d_k));
+      }
+      std::printf(" %8.3f", s.metric[0].mean);
     }
+    std::printf("\n");
   }
   std::printf("\nreport: %s/report.md (%.0f s)\n", out.c_str(), info.seconds);
   return 0;

@@ -119,12 +119,17 @@ struct Pixels {
   }
 };
 
+// The series' own colour, or the palette's for its position.
+std::string_view colour_of(const Series& s, int index) {
+  return s.color.empty() ? palette_color(index) : std::string_view(s.color);
+}
+
 bool inside(Point p) {
   return p.x >= -kInside && p.x <= 1 + kInside && p.y >= -kInside && p.y <= 1 + kInside;
 }
 
 void draw_series(std::string& out, const Series& s, int index, const Layout& l) {
-  const std::string_view colour = palette_color(index);
+  const std::string_view colour = colour_of(s, index);
   const Pixels px{l};
   std::string path, dots;
   const auto dot = [&](Point p, double radius) {
@@ -205,7 +210,7 @@ void draw_error_bars(std::string& out, const Series& s, std::string_view colour,
 // per run of drawable points, along lo left to right and back along hi, clipped to the plot.
 void draw_spread(std::string& out, const Series& s, int index, const Layout& l) {
   if (s.lo.empty()) return;
-  const std::string_view colour = palette_color(index);
+  const std::string_view colour = colour_of(s, index);
   if (uses_error_bars(s)) {
     draw_error_bars(out, s, colour, l);
     return;
@@ -301,7 +306,7 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
       "\" fill=\"white\" stroke=\"#bbb\"/>\n");
   for (const LegendEntry& e : l.legend) {
     const Series& s = series[e.series];
-    const std::string_view colour = palette_color(e.series);
+    const std::string_view colour = colour_of(s, e.series);
     // The sample: a swatch of the band or an error bar behind a short line and its marker.
     if (!s.lo.empty() && uses_error_bars(s)) {
       put(out, "<path d=\"M", num(e.x + 12), " ", num(e.y - 6), "v12M", num(e.x + 12 - kCap), " ",

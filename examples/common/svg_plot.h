@@ -55,6 +55,9 @@ struct Series {
   // other series hides it: say the default setting among alternatives. It keeps the colour of
   // its position in Figure::series; a series with the same values then lies hidden beneath it.
   bool emphasis = false;
+  // A CSS colour instead of the palette's for this position, e.g. "#888" for a reference line
+  // that should not look like one of the data series.
+  std::string color{};
 };
 
 struct Axis {

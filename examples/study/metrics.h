@@ -1,4 +1,4 @@
-// The study's attention metrics (names as in ../shared/STUDY.md), computed
+// The study's attention metrics (names as in docs/study.md), computed
 // from the softmax weights and scaled logits of attention layers.
 //
 // Shapes: weights and logits (..., T, S): one row of S key weights per query.

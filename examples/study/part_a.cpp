@@ -1,30 +1,45 @@
-// Part A: attention at initialisation, for each scale mode and d_k.
+// Part A: attention at initialisation, for each mode, d_k and number of
+// keys, as estimates over many independent draws (a mean and its standard
+// error), never a single draw.
 //
 // First with q and k drawn independently from N(0, 1), the setting of the
-// seeds' argument (C1 to C6): the variance of s (q . k) over many pairs, and
-// the softmax statistics of one query against n_keys keys. Then through a
-// freshly initialised attention layer on N(0, 1) input (d_model 64, one head
-// of size d_k), where the projections shrink q and k (PyTorch's default
-// Linear init gives them variance 1/3), with the gradient reaching W_Q, W_K.
+// seeds' argument (C1 to C6): each mode gets draws of its own, so its logit
+// variance is measured from its own scaled products. Then through a freshly
+// initialised attention layer on N(0, 1) input (d_model 64, one head of size
+// d_k), where the projections shrink q and k (PyTorch's default Linear init
+// gives them variance 1/3, so q.k has variance d_k / 9): the layer's own
+// softmax statistics and the gradients reaching the scores, W_Q, W_K, W_V.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/ops.h"
 #include "examples/study/metrics.h"
+#include "examples/study/normal_sampler.h"
 #include "examples/study/study.h"
-#include "nn/attention.h"
-#include "nn/norm.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
 
-const std::vector<std::string>& study_modes() {
-  static const std::vector<std::string> modes = {"none",         "inv_sqrt_dk", "inv_dk",
-                                                 "inv_2sqrt_dk", "learned",     "qk_norm"};
-  return modes;
+namespace {
+
+// A generator for one (part, mode, d_k, n_keys, draw), independent of the
+// order in which threads reach it.
+Generator seeded(uint64_t seed, uint64_t part, uint64_t mode, int64_t d_k, int64_t n_keys,
+                 int64_t draw = 0) {
+  uint64_t h = seed;
+  for (uint64_t v : {part, mode, static_cast<uint64_t>(d_k), static_cast<uint64_t>(n_keys),
+                     static_cast<uint64_t>(draw)})
+    h = h * 0x9e3779b97f4a7c15ULL + v + 1;
+  return Generator(h);
 }
 
-namespace {
+// (rows, d) of N(0, 1) float32 from the fast sampler.
+Tensor normal_matrix(int64_t rows, int64_t d, Generator& gen) {
+  Tensor t = zeros({rows, d});
+  fill_normal({t.data<float>(), static_cast<size_t>(rows * d)}, gen);
+  return t;
+}
 
 // Rows of x normalised to mean 0 and variance 1 (QK-LayerNorm at init:
 // weight 1, bias 0). Shape: x (N, D).
@@ -34,101 +49,118 @@ Tensor normalize_rows(const Tensor& x) {
   return mul(centered, pow(add(variance, 1e-5), -0.5));
 }
 
-// Statistics of independent unit-variance q and k for one d_k, shared by
-// every mode: a mode scales the same dot products by its s, and the
-// empirical variance of s x is exactly s^2 times that of x.
-struct RandomQK {
-  double var_raw = 0, var_normed = 0;  // of q . k, and with q, k layer-normalised
-  Tensor scores_raw, scores_normed;    // (n_queries, n_keys) q K^T
-};
+double mean_square(const Tensor& t) { return mean(mul(t, t)).item(); }
 
-// Unbiased variance from running sums.
-double variance_of(double total, double total_sq, double n) {
-  return (total_sq - total * total / n) / (n - 1);
-}
+double frobenius(const Tensor& g) { return std::sqrt(sum(mul(g, g)).item()); }
 
-RandomQK random_qk(int64_t d_k, const PartAOptions& o, Generator& gen) {
-  RandomQK r;
-  // Over independent pairs, in chunks so d_k = 1024 needs no large buffer.
-  double raw = 0, raw_sq = 0, normed = 0, normed_sq = 0, n = 0;
-  const int64_t chunk = 4096;
-  for (int64_t done = 0; done < o.pairs; done += chunk) {
-    Tensor q = randn({chunk, d_k}, gen, DType::Float64),
-           k = randn({chunk, d_k}, gen, DType::Float64);
-    std::vector<double> a = sum(mul(q, k), {1}).to_vector();
-    std::vector<double> b = sum(mul(normalize_rows(q), normalize_rows(k)), {1}).to_vector();
-    for (size_t i = 0; i < a.size(); ++i) {
-      raw += a[i], raw_sq += a[i] * a[i];
-      normed += b[i], normed_sq += b[i] * b[i];
-    }
-    n += static_cast<double>(chunk);
-  }
-  r.var_raw = variance_of(raw, raw_sq, n);
-  r.var_normed = variance_of(normed, normed_sq, n);
-  // One set of queries against n_keys keys: the softmax's shape.
-  Tensor q = randn({o.n_queries, d_k}, gen, DType::Float64);
-  Tensor k = randn({o.n_keys, d_k}, gen, DType::Float64);
-  r.scores_raw = matmul(q, k.transpose(0, 1));
-  r.scores_normed = matmul(normalize_rows(q), normalize_rows(k).transpose(0, 1));
-  return r;
-}
-
-void random_qk_stats(InitRow& row, const nn::ScaleMode& mode, const RandomQK& r) {
-  const bool qk_norm = mode.kind == nn::ScaleMode::QkNorm;
-  const double s = mode.value(row.d_k);  // the learned scale starts at 1/sqrt(d_k)
-  row.logit_var = s * s * (qk_norm ? r.var_normed : r.var_raw);
+// Independent unit-variance q and k: `draws` sets of `queries` queries
+// against n_keys keys. The logit variance is the mean of the squared scaled
+// logits (their mean is 0 by symmetry, so this is unbiased).
+void random_qk(InitRow& row, const std::string& mode, size_t mode_index, const PartAOptions& o) {
+  const nn::ScaleMode scale = scale_mode_of(mode);
+  const bool qk_norm = scale.kind == nn::ScaleMode::QkNorm;
+  const double s = scale.value(row.d_k);  // the learned scale starts at 1/sqrt(d_k)
+  // Fewer keys, noisier draws: more of them, so every estimate is as tight.
+  row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   row.logit_var_theory =
       qk_norm ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(row.d_k) * s * s;
-  Tensor logits = mul(qk_norm ? r.scores_normed : r.scores_raw, s);
-  AttentionStats st = attention_stats(softmax(logits, -1), logits, Tensor());
-  row.entropy_norm = st.entropy_norm;
-  row.max_weight = st.max_weight;
-  row.jacobian_norm = st.jacobian_norm;
+  std::vector<double> var, entropy, max_weight, jacobian;
+  Generator gen = seeded(o.seed, 1, mode_index, row.d_k, row.n_keys);
+  for (int64_t draw = 0; draw < row.draws; ++draw) {
+    Tensor q = normal_matrix(o.queries, row.d_k, gen), k = normal_matrix(row.n_keys, row.d_k, gen);
+    if (qk_norm) q = normalize_rows(q), k = normalize_rows(k);
+    // Shape: logits (queries, n_keys) = s q (queries, d_k) @ k^T (d_k, n_keys).
+    Tensor logits = mul(matmul(q, k.transpose(0, 1)), s);
+    var.push_back(mean_square(logits));
+    AttentionStats st = attention_stats(softmax(logits, -1), logits, Tensor());
+    entropy.push_back(st.entropy_norm);
+    max_weight.push_back(st.max_weight);
+    jacobian.push_back(st.jacobian_norm);
+  }
+  row.logit_var = estimate_of(var);
+  row.entropy_norm = estimate_of(entropy);
+  row.max_weight = estimate_of(max_weight);
+  row.jacobian_norm = estimate_of(jacobian);
 }
 
-void layer_stats(InitRow& row, const nn::ScaleMode& mode, const PartAOptions& o, Generator& gen) {
-  const int64_t d_model = 64, batch = 4;
-  nn::MultiHeadAttention attn(d_model, 1, mode, gen, DType::Float32, row.d_k);
-  attn.record_probe = true;
-  Variable x(randn({batch, o.n_keys, d_model}, gen));
-  Variable out = attn.forward(x, x);
-  // A fixed random direction in the output: the gradient of <out, r>.
-  Variable r(randn(out.shape(), gen));
-  sum(out * r).backward();
-  row.grad_norm_wq =
-      std::sqrt(sum(mul(attn.q_proj->weight.grad(), attn.q_proj->weight.grad())).item());
-  row.grad_norm_wk =
-      std::sqrt(sum(mul(attn.k_proj->weight.grad(), attn.k_proj->weight.grad())).item());
-  const Tensor& logits = attn.probe.logits.data();
-  row.layer_logit_var = sample_variance(logits);
-  AttentionStats st = attention_stats(attn.probe.weights.data(), logits, Tensor());
-  row.layer_entropy_norm = st.entropy_norm;
-  row.layer_max_weight = st.max_weight;
+// A fresh layer on fresh input, per draw; draw i is the same layer and input
+// for every mode (the generator does not depend on the mode), so modes are
+// compared on the same weights.
+void initialised_layer(InitRow& row, const std::string& mode, const PartAOptions& o) {
+  std::vector<double> logit_var, entropy, max_weight, scores, wq, wk, wv, ratio;
+  // A draw averages over n_keys queries already: fewer draws for longer inputs.
+  row.layer_draws = std::max<int64_t>(8, o.layer_rows / row.n_keys);
+  for (int64_t draw = 0; draw < row.layer_draws; ++draw) {
+    Generator gen = seeded(o.seed, 2, 0, row.d_k, row.n_keys, draw);
+    nn::MultiHeadAttention attn(o.d_model, 1, scale_mode_of(mode), gen, DType::Float32, row.d_k);
+    apply_mode_init(attn, mode);
+    attn.record_probe = true;
+    Variable x(randn({1, row.n_keys, o.d_model}, gen));
+    Variable out = attn.forward(x, x);
+    // The gradient of <out, r> for a random direction r.
+    Variable r(randn(out.shape(), gen));
+    Tensor grad_scores;
+    attn.probe.logits.register_hook([&grad_scores](const Tensor& g) {
+      grad_scores = g;
+      return Tensor();
+    });
+    sum(out * r).backward();
+    const Tensor& logits = attn.probe.logits.data();
+    logit_var.push_back(sample_variance(logits));
+    AttentionStats st = attention_stats(attn.probe.weights.data(), logits, Tensor());
+    entropy.push_back(st.entropy_norm);
+    max_weight.push_back(st.max_weight);
+    scores.push_back(frobenius(grad_scores));
+    wq.push_back(frobenius(attn.q_proj->weight.grad()));
+    wk.push_back(frobenius(attn.k_proj->weight.grad()));
+    wv.push_back(frobenius(attn.v_proj->weight.grad()));
+    ratio.push_back(wq.back() / wv.back());
+  }
+  row.layer_logit_var = estimate_of(logit_var);
+  row.layer_entropy_norm = estimate_of(entropy);
+  row.layer_max_weight = estimate_of(max_weight);
+  row.grad_norm_scores = estimate_of(scores);
+  row.grad_norm_wq = estimate_of(wq);
+  row.grad_norm_wk = estimate_of(wk);
+  row.grad_norm_wv = estimate_of(wv);
+  row.grad_ratio_qv = estimate_of(ratio);
 }
 
 }  // namespace
 
-std::vector<InitRow> run_part_a(const PartAOptions& o) {
+std::vector<InitRow> run_part_a(const PartAOptions& o, const ProgressFn& progress) {
   std::vector<InitRow> rows;
-  std::vector<RandomQK> random;
-  for (int64_t d_k : o.d_ks) {
-    Generator gen(o.seed * 1000003 + static_cast<uint64_t>(d_k));
-    random.push_back(random_qk(d_k, o, gen));
-  }
-  for (const std::string& name : study_modes()) {
-    nn::ScaleMode mode = nn::ScaleMode::parse(name);
-    for (size_t i = 0; i < o.d_ks.size(); ++i) {
-      InitRow row;
-      row.mode = name;
-      row.d_k = o.d_ks[i];
-      row.n_keys = o.n_keys;
-      random_qk_stats(row, mode, random[i]);
-      // The same seed for every mode: each mode's layer has the same weights.
-      Generator gen(o.seed * 1000003 + static_cast<uint64_t>(row.d_k) + 17);
-      layer_stats(row, mode, o, gen);
-      rows.push_back(row);
-    }
-  }
+  std::vector<size_t> mode_of_row;
+  const std::vector<std::string>& modes = study_modes();
+  for (size_t m = 0; m < modes.size(); ++m)
+    for (int64_t d_k : o.d_ks)
+      for (int64_t n : o.n_keys) {
+        InitRow row;
+        row.mode = modes[m], row.d_k = d_k, row.n_keys = n;
+        rows.push_back(row);
+        mode_of_row.push_back(m);
+      }
+  // Rows are independent: fill them side by side, each on one thread, the
+  // largest (d_k x n_keys) first so no thread is left with a long one at the end.
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&rows](size_t a, size_t b) {
+    return rows[a].d_k * rows[a].n_keys > rows[b].d_k * rows[b].n_keys;
+  });
+  run_jobs(
+      "Part A", order.size(), o.threads,
+      [&](size_t i) {
+        InitRow& row = rows[order[i]];
+        if (row.mode == kControl) {  // q and k are not unit-variance: no random-vector part
+          const double nan = std::numeric_limits<double>::quiet_NaN();
+          row.logit_var_theory = nan;
+          row.logit_var = row.entropy_norm = row.max_weight = row.jacobian_norm = {nan, nan};
+        } else {
+          random_qk(row, row.mode, mode_of_row[order[i]], o);
+        }
+        initialised_layer(row, row.mode, o);
+      },
+      progress);
   return rows;
 }
 

@@ -1,88 +1,53 @@
-// Part B: small transformers trained under each scale mode. For a task and
-// d_k, every mode starts from the same seed and sees the same batches, so
-// the curves differ only by the scale. d_k is varied at a fixed model width
-// (d_model 64, one head whose size d_k is set independently: the Q, K, V
-// projections map 64 -> d_k), so the residual stream and the feed-forward
-// layers are the same for every d_k.
+// Part B: small transformers trained under each mode, over several seeds.
+// Within a seed, every mode of a (task, d_k) starts from the same weights
+// and sees the same batches and the same evaluation set, so modes can be
+// compared seed by seed (paired). d_k is varied at a fixed model width: one
+// head whose size d_k is set on its own (Q, K, V map d_model -> d_k), so the
+// residual stream and the feed-forward layers are the same for every d_k.
 //
-// Tasks: "reverse", an encoder-decoder must output its input backwards (each
-// output position must attend to exactly one input position); and
-// "decoder_copy", a decoder-only model reads x SEP (x of a fixed length L)
-// and must continue with x again: each position must find its twin L + 1
-// tokens back. (With variable L one layer cannot tell how far back that is;
-// it takes an induction circuit of two layers.)
-#include <atomic>
+// Tasks (docs/study.md explains why these two):
+//   reverse  an encoder-decoder outputs its input backwards: each output
+//            position must find one input position (by position).
+//   recall   a two-layer decoder reads key-value pairs, then answers queries
+//            for the values of some keys (nn/recall_task.h): attention must
+//            be sharp and driven by content.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <mutex>
-#include <thread>
+#include <map>
 
 #include "autograd/ops.h"
 #include "examples/study/metrics.h"
+#include "examples/study/stats.h"
 #include "examples/study/study.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "nn/recall_task.h"
 #include "nn/toy_tasks.h"
 #include "tensor/ops.h"
-#include "tensor/parallel.h"
 
 namespace gradflow::study {
 
 namespace {
 
-constexpr int64_t kSymbols = 8, kMinLen = 2, kMaxLen = 8;
+// reverse: sequences of 2 to 8 symbols out of 8.
+nn::ToyTaskConfig reverse_task() {
+  return {.task = "reverse", .n_symbols = 8, .min_len = 2, .max_len = 8, .max_digits = 3};
+}
 
 struct Batch {
   Tensor src, src_pad, input, target;  // src, src_pad only for reverse
 };
 
-nn::ToyTaskConfig reverse_task() {
-  return {.task = "reverse",
-          .n_symbols = kSymbols,
-          .min_len = kMinLen,
-          .max_len = kMaxLen,
-          .max_digits = 3};
-}
-
-// x SEP x EOS, shifted for next-token prediction; the first half (and the
-// padding) is not scored. Shape: input, target (B, 2 L_max + 1).
-Batch decoder_copy_batch(int64_t b, Generator& gen) {
-  const int64_t t = 2 * kMaxLen + 1;
-  std::vector<int64_t> input(b * t, nn::kPadToken), target(b * t, nn::kPadToken);
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t len = kMaxLen;
-    std::vector<int64_t> x(len);
-    for (int64_t& v : x) v = nn::kFirstContentToken + gen.below(kSymbols);
-    std::vector<int64_t> seq = x;
-    seq.push_back(nn::kBosToken);  // the separator
-    seq.insert(seq.end(), x.begin(), x.end());
-    seq.push_back(nn::kEosToken);
-    for (size_t p = 0; p + 1 < seq.size(); ++p) {
-      input[i * t + p] = seq[p];
-      if (static_cast<int64_t>(p) >= len) target[i * t + p] = seq[p + 1];
-    }
+Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen) {
+  if (task.task == "recall") {
+    nn::RecallBatch r = nn::make_recall_batch(task.recall, b, gen);
+    return {Tensor(), Tensor(), r.input, r.target};
   }
-  return {Tensor(), Tensor(), from_indices(input, {b, t}), from_indices(target, {b, t})};
-}
-
-Batch make_study_batch(const std::string& task, int64_t b, Generator& gen) {
-  if (task == "decoder_copy") return decoder_copy_batch(b, gen);
   nn::Seq2SeqBatch s = nn::make_batch(reverse_task(), b, gen);
   return {s.src, s.src_pad, s.tgt_in, s.tgt_out};
 }
-
-struct RunSpec {
-  std::string task, mode;
-  int64_t d_k;
-  double lr;
-  bool record;
-};
-
-struct RunOutput {
-  std::vector<TrainRow> rows;
-  std::vector<LayerRow> layers;
-  FinalRow final;
-};
 
 // One model of either kind, with its attention layers named for the logs.
 struct StudyModel {
@@ -96,13 +61,13 @@ struct StudyModel {
   }
 };
 
-StudyModel build(const RunSpec& spec, const PartBOptions& o, Generator& gen) {
+StudyModel build(const TaskSetup& task, const std::string& mode, int64_t d_k, Generator& gen) {
   nn::ModelConfig c;
-  c.d_model = o.d_model, c.heads = o.heads, c.layers = o.layers, c.d_ff = o.d_ff;
-  c.head_dim = spec.d_k;
-  c.scale = nn::ScaleMode::parse(spec.mode);
+  c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
+  c.head_dim = d_k;
+  c.scale = scale_mode_of(mode);
   StudyModel m;
-  if (spec.task == "reverse") {
+  if (task.task == "reverse") {
     c.vocab = nn::vocab_size(reverse_task());
     c.max_len = std::max(nn::src_len(reverse_task()), nn::tgt_len(reverse_task()));
     auto model = std::make_unique<nn::EncoderDecoder>(c, gen);
@@ -118,8 +83,8 @@ StudyModel build(const RunSpec& spec, const PartBOptions& o, Generator& gen) {
     }
     m.owner = std::move(model);
   } else {
-    c.vocab = nn::kFirstContentToken + kSymbols;
-    c.max_len = 2 * kMaxLen + 1;
+    c.vocab = nn::recall_vocab_size(task.recall);
+    c.max_len = nn::recall_seq_len(task.recall);
     auto model = std::make_unique<nn::DecoderLM>(c, gen);
     m.lm = model.get();
     for (size_t i = 0; i < model->decoder->layers.size(); ++i)
@@ -127,7 +92,7 @@ StudyModel build(const RunSpec& spec, const PartBOptions& o, Generator& gen) {
                                model->decoder->layers[i]->self_attn.get());
     m.owner = std::move(model);
   }
-  for (auto& [name, a] : m.attention) a->record_probe = true;
+  for (auto& [name, a] : m.attention) apply_mode_init(*a, mode);
   return m;
 }
 
@@ -135,158 +100,226 @@ double frobenius(const Variable& w) {
   return w.grad().defined() ? std::sqrt(sum(mul(w.grad(), w.grad())).item()) : 0.0;
 }
 
-// Teacher-forced token accuracy over the scored positions.
-double token_accuracy(const Variable& logits, const Tensor& target) {
-  Tensor predicted = max(logits.data(), -1).indices;
-  std::vector<double> p = predicted.to_vector(), t = target.to_vector();
+// (right, scored) over the positions whose target is not PAD.
+std::pair<int64_t, int64_t> count_right(const Tensor& logits, const Tensor& target) {
+  std::vector<double> p = max(logits, -1).indices.to_vector(), t = target.to_vector();
   int64_t right = 0, total = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i] == nn::kPadToken) continue;
     right += p[i] == t[i];
     ++total;
   }
-  return total ? static_cast<double>(right) / static_cast<double>(total) : 0.0;
+  return {right, total};
 }
 
-// Greedy decoding accuracy on the reverse task: (token, whole sequence).
-std::pair<double, double> greedy_accuracy(const nn::EncoderDecoder& m,
-                                          const std::vector<Batch>& eval) {
-  int64_t right = 0, total = 0, seq_right = 0, seqs = 0;
+// Whole sequences right by greedy decoding (reverse).
+double greedy_sequence_accuracy(const nn::EncoderDecoder& m, const std::vector<Batch>& eval) {
+  int64_t right = 0, seqs = 0;
   for (const Batch& b : eval) {
     Tensor out =
         m.greedy_decode(b.src, b.src_pad, nn::kBosToken, nn::kEosToken, b.target.shape()[1]);
-    for (int64_t i = 0; i < b.target.shape()[0]; ++i) {
+    for (int64_t i = 0; i < b.target.shape()[0]; ++i, ++seqs) {
       bool all = true;
-      for (int64_t t = 0; t < b.target.shape()[1]; ++t) {
-        double want = b.target.at({i, t});
+      for (int64_t t = 0; t < b.target.shape()[1] && all; ++t) {
+        const double want = b.target.at({i, t});
         if (want == nn::kPadToken) break;
-        bool ok = t < out.shape()[1] && out.at({i, t}) == want;
-        right += ok;
-        all = all && ok;
-        ++total;
+        all = t < out.shape()[1] && out.at({i, t}) == want;
       }
-      seq_right += all;
-      ++seqs;
+      right += all;
     }
   }
-  return {static_cast<double>(right) / static_cast<double>(total),
-          static_cast<double>(seq_right) / static_cast<double>(seqs)};
+  return static_cast<double>(right) / static_cast<double>(std::max<int64_t>(seqs, 1));
 }
 
-RunOutput train_run(const RunSpec& spec, const PartBOptions& o) {
-  // Same seeds for every mode and lr of a (task, d_k): same init, same data.
-  const uint64_t base =
-      o.seed * 7919 + static_cast<uint64_t>(spec.d_k) * 31 + (spec.task == "reverse" ? 1 : 2);
+struct RunOutput {
+  std::vector<CurveRow> curves;
+  std::vector<LayerRow> layers;
+  FinalRow final;
+};
+
+// The attention layers' state after a backward: the probe of the forward
+// that was recorded and the gradients of W_Q, W_K, W_V.
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+                   std::vector<LayerRow>& out) {
+  for (const auto& [name, a] : model.attention) {
+    LayerRow row{key, step, name, a->d_k()};
+    AttentionStats st =
+        attention_stats(a->probe.weights.data(), a->probe.logits.data(), a->probe.mask);
+    row.max_logit = st.max_logit;
+    row.entropy_norm = st.entropy_norm;
+    row.grad_norm_wq = frobenius(a->q_proj->weight);
+    row.grad_norm_wk = frobenius(a->k_proj->weight);
+    row.grad_norm_wv = frobenius(a->v_proj->weight);
+    row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
+    out.push_back(row);
+  }
+}
+
+// Held-out loss and accuracy over the evaluation set.
+std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Batch>& eval) {
+  NoGradGuard no_grad;
+  double loss = 0, right = 0, total = 0;
+  for (const Batch& e : eval) {
+    Variable logits = model.forward(e);
+    loss += nn::cross_entropy(logits, e.target, nn::kPadToken).item();
+    auto [r, t] = count_right(logits.data(), e.target);
+    right += static_cast<double>(r), total += static_cast<double>(t);
+  }
+  return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
+}
+
+constexpr double kSpikeFloor = 0.1;  // nats
+
+// The run's summary from its evaluations (see FinalRow).
+void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {
+  FinalRow& f = out.final;
+  const std::vector<CurveRow>& c = out.curves;
+  const size_t last = std::max<size_t>(1, (c.size() + 5) / 10);  // the last 10%, at least one
+  double acc = 0, loss = 0;
+  for (size_t i = c.size() - std::min(last, c.size()); i < c.size(); ++i)
+    acc += c[i].eval_accuracy, loss += c[i].eval_loss;
+  f.final_accuracy = acc / static_cast<double>(std::min(last, c.size()));
+  f.final_loss = f.diverged ? NAN : loss / static_cast<double>(std::min(last, c.size()));
+  f.steps_to_90 = f.steps_to_99 = static_cast<double>(steps);
+  for (const CurveRow& r : c) {
+    if (!f.reached_90 && r.eval_accuracy >= 0.90)
+      f.reached_90 = true, f.steps_to_90 = static_cast<double>(r.step);
+    if (!f.reached_99 && r.eval_accuracy >= 0.99)
+      f.reached_99 = true, f.steps_to_99 = static_cast<double>(r.step);
+  }
+  double area = 0;  // trapezoids over the evaluation steps
+  for (size_t i = 1; i < c.size(); ++i)
+    area += 0.5 * (c[i].eval_loss + c[i - 1].eval_loss) *
+            static_cast<double>(c[i].step - c[i - 1].step);
+  f.loss_auc =
+      f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
+  // The smallest ratio among the layers at each of the last evaluations.
+  std::map<int64_t, double> smallest;
+  for (const LayerRow& r : out.layers) {
+    auto [it, fresh] = smallest.try_emplace(r.step, r.grad_ratio_qv);
+    if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
+  }
+  double ratio = 0;
+  size_t counted = 0;
+  for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
+    ratio += it->second;
+  f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
+  const std::vector<bool> spikes = loss_spikes(train_losses);
+  size_t row = 0;
+  for (size_t step = 0; step < spikes.size(); ++step) {
+    while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
+    // Near zero loss, doubling is noise (0.002 -> 0.005): a spike must also
+    // pass kSpikeFloor.
+    if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
+    ++f.spikes;
+    if (row < c.size()) out.curves[row].spike = true;
+  }
+}
+
+RunOutput train_run(const RunKey& key, const TaskSetup& task, const PartBOptions& o) {
+  // The same seeds for every mode of a (task, d_k, seed): same init, data, evaluation set.
+  const uint64_t base = (o.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
+                        static_cast<uint64_t>(key.d_k) * 31 + (task.task == "reverse" ? 1 : 2);
   Generator init(base), data(base + 100), eval_gen(base + 200);
-  StudyModel model = build(spec, o, init);
-  std::vector<Batch> eval = {make_study_batch(spec.task, 128, eval_gen),
-                             make_study_batch(spec.task, 128, eval_gen)};
-  nn::AdamW opt(model.owner->parameters(), spec.lr, 0.9, 0.98, 1e-9, 0.0);
-  const int64_t warmup = std::max<int64_t>(1, o.steps / 20);
+  StudyModel model = build(task, key.mode, key.d_k, init);
+  std::vector<Batch> eval;
+  for (int64_t left = o.eval_examples; left > 0; left -= 128)
+    eval.push_back(make_study_batch(task, std::min<int64_t>(left, 128), eval_gen));
+  const int64_t steps = o.steps > 0 ? o.steps : task.steps;
+  nn::AdamW opt(model.owner->parameters(), task.lr, 0.9, 0.98, 1e-9, 0.0);
+  const int64_t warmup = std::max<int64_t>(1, steps / 20);
   RunOutput out;
-  out.final = {spec.mode, spec.task, spec.d_k, spec.lr, 0, 0, 0, 0, false};
-  double loss_value = 0;
-  for (int64_t step = 0; step < o.steps; ++step) {
-    opt.set_lr(spec.lr *
+  out.final.run = key;
+  out.final.lr = task.lr;
+  out.final.steps = steps;
+  std::vector<double> train_losses;
+  for (int64_t step = 0; step <= steps; ++step) {
+    const bool eval_step = step % o.eval_every == 0 || step == steps;
+    if (step == steps) {  // after the last update: one more evaluation
+      auto [eval_loss, eval_acc] = evaluate(model, eval);
+      out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
+      break;
+    }
+    opt.set_lr(task.lr *
                std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup)));
-    Batch b = make_study_batch(spec.task, o.batch, data);
+    Batch b = make_study_batch(task, o.batch, data);
+    // The probe (which takes the composed attention path) only where it is read.
+    for (auto& [name, a] : model.attention) a->record_probe = eval_step;
     Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
-    loss_value = loss.item();
-    if (step == 0) out.final.initial_loss = loss_value;
-    if (!std::isfinite(loss_value)) {
+    train_losses.push_back(loss.item());
+    if (!std::isfinite(train_losses.back())) {
       out.final.diverged = true;
       break;
     }
     opt.zero_grad();
     loss.backward();
-    const bool log = spec.record && (step % o.log_every == 0 || step + 1 == o.steps);
-    if (log) {
-      TrainRow row{spec.mode, spec.task, spec.d_k, step, opt.lr(), loss_value};
-      double q2 = 0, k2 = 0, v2 = 0, entropy = 0;
-      for (auto& [name, a] : model.attention) {
-        LayerRow lr{spec.mode, spec.task, name, spec.d_k, step};
-        lr.grad_norm_wq = frobenius(a->q_proj->weight);
-        lr.grad_norm_wk = frobenius(a->k_proj->weight);
-        lr.grad_norm_wv = frobenius(a->v_proj->weight);
-        AttentionStats st =
-            attention_stats(a->probe.weights.data(), a->probe.logits.data(), a->probe.mask);
-        lr.entropy_norm = st.entropy_norm;
-        lr.max_logit = st.max_logit;
-        q2 += lr.grad_norm_wq * lr.grad_norm_wq;
-        k2 += lr.grad_norm_wk * lr.grad_norm_wk;
-        v2 += lr.grad_norm_wv * lr.grad_norm_wv;
-        entropy += st.entropy_norm;
-        row.max_logit = std::max(row.max_logit, st.max_logit);
-        out.layers.push_back(lr);
-      }
-      row.grad_norm_wq = std::sqrt(q2);
-      row.grad_norm_wk = std::sqrt(k2);
-      row.grad_norm_wv = std::sqrt(v2);
-      row.entropy_norm = entropy / static_cast<double>(model.attention.size());
-      NoGradGuard no_grad;
-      double acc = 0;
-      for (const Batch& e : eval) acc += token_accuracy(model.forward(e), e.target);
-      row.accuracy = acc / static_cast<double>(eval.size());
-      out.rows.push_back(row);
+    if (eval_step) {
+      record_layers(model, key, step, out.layers);
+      auto [eval_loss, eval_acc] = evaluate(model, eval);
+      out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
     }
     nn::clip_grad_norm(opt.params(), 1.0);
     opt.step();
   }
-  NoGradGuard no_grad;
-  double eval_loss = 0, acc = 0;
-  for (const Batch& e : eval) {
-    Variable logits = model.forward(e);
-    eval_loss += nn::cross_entropy(logits, e.target, nn::kPadToken).item();
-    acc += token_accuracy(logits, e.target);
-  }
-  out.final.final_loss = out.final.diverged ? NAN : eval_loss / static_cast<double>(eval.size());
-  out.final.final_accuracy = acc / static_cast<double>(eval.size());
-  if (model.seq2seq && !out.final.diverged) {
-    auto [token, seq] = greedy_accuracy(*model.seq2seq, eval);
-    out.final.final_accuracy = token;
-    out.final.seq_accuracy = seq;
-  }
+  for (const LayerRow& r : out.layers)
+    out.final.max_logit = std::max(out.final.max_logit, r.max_logit);
+  if (!out.curves.empty()) summarise(out, steps, train_losses);
+  if (model.seq2seq && !out.final.diverged)
+    out.final.seq_accuracy = greedy_sequence_accuracy(*model.seq2seq, eval);
   return out;
 }
 
 }  // namespace
 
-PartBResult run_part_b(const PartBOptions& o, const std::vector<double>& lrs, bool record_curves,
-                       const std::function<void(size_t, size_t)>& on_run_done) {
-  std::vector<RunSpec> specs;
-  for (const std::string& task : o.tasks)
+TaskSetup reverse_setup() {
+  return {.task = "reverse",
+          .d_model = 32,
+          .layers = 1,
+          .d_ff = 64,
+          .heads = 1,
+          .steps = 250,
+          .lr = 3e-3};
+}
+
+TaskSetup recall_setup() {
+  return {.task = "recall",
+          .d_model = 32,
+          .layers = 2,
+          .d_ff = 64,
+          .heads = 1,
+          .steps = 350,
+          .lr = 3e-3,
+          .recall = {.n_keys = 32, .n_values = 32, .pairs = 5, .queries = 5}};
+}
+
+PartBResult run_part_b(const PartBOptions& o, const ProgressFn& progress) {
+  if (o.eval_every < 1) fail("scaling_study: eval_every must be at least 1");
+  std::vector<std::pair<RunKey, const TaskSetup*>> runs;
+  for (const TaskSetup& task : o.tasks)
     for (int64_t d_k : o.d_ks)
-      for (const std::string& mode : study_modes())
-        for (double lr : lrs) specs.push_back({task, mode, d_k, lr, record_curves});
-  std::vector<RunOutput> outputs(specs.size());
-  // Runs are independent: train them side by side, one per thread (each
-  // GEMM then single-threaded), and keep the results in spec order so the
-  // output does not depend on the thread count.
-  std::atomic<size_t> next{0};
-  std::mutex lock;
-  std::string error;
-  size_t done = 0;
-  const bool flush = flush_denormals();  // the runs take the caller's mode
-  auto worker = [&] {
-    set_flush_denormals(flush);
-    for (size_t i; (i = next++) < specs.size();) {
-      try {
-        outputs[i] = train_run(specs[i], o);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> guard(lock);
-        error = e.what();
-      }
-      std::lock_guard<std::mutex> guard(lock);
-      if (on_run_done) on_run_done(++done, specs.size());
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, o.threads); ++t) pool.emplace_back(worker);
-  for (std::thread& t : pool) t.join();
-  if (!error.empty()) throw Error("scaling_study: a training run failed: " + error);
+      for (const std::string& mode : o.modes)
+        for (int64_t seed = 0; seed < o.seeds; ++seed)
+          runs.push_back({RunKey{task.task, mode, d_k, seed}, &task});
+  // The costliest runs (largest d_k) first, so no thread is left with a long
+  // one at the end; the results stay in the order above.
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&runs](size_t a, size_t b) { return runs[a].first.d_k > runs[b].first.d_k; });
+  std::vector<RunOutput> outputs(runs.size());
+  run_jobs(
+      "Part B", runs.size(), o.threads,
+      [&](size_t i) {
+        const auto& [key, task] = runs[order[i]];
+        const auto start = std::chrono::steady_clock::now();
+        outputs[order[i]] = train_run(key, *task, o);
+        outputs[order[i]].final.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      },
+      progress);
   PartBResult result;
   for (RunOutput& r : outputs) {
-    result.rows.insert(result.rows.end(), r.rows.begin(), r.rows.end());
+    result.curves.insert(result.curves.end(), r.curves.begin(), r.curves.end());
     result.layers.insert(result.layers.end(), r.layers.begin(), r.layers.end());
     result.finals.push_back(r.final);
   }

@@ -1,4 +1,7 @@
-// CSV files, plots and report.md from the study's rows.
+// report.md: the claims first, each with its argument, this run's figures
+// and a verdict computed from them; then the tables and plots of each part,
+// the derivations behind the plotted slopes, and what the study cannot
+// separate. docs/study.md explains the metrics and the literature.
 #include "examples/study/report.h"
 
 #include <cmath>
@@ -6,318 +9,229 @@
 #include <set>
 #include <sstream>
 
-#include "examples/common/csv_log.h"
-#include "examples/common/svg_plot.h"
+#include "examples/study/summary.h"
+#include "examples/study/verdicts.h"
 #include "nn/atomic_file.h"
 
 namespace gradflow::study {
 
 namespace {
 
-using Row = std::vector<cli::CsvCell>;
-
-// A CSV document in memory; written in one atomic step at the end.
-std::string csv(const std::vector<std::string>& columns, const std::vector<Row>& rows) {
-  std::string out;
-  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + cli::csv_field(columns[i]);
-  out += "\n";
-  for (const Row& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i].text();
-    out += "\n";
-  }
-  return out;
-}
-
-cli::CsvCell number_or_empty(double v) {
-  return std::isfinite(v) ? cli::CsvCell(v) : cli::CsvCell("");
-}
-
-std::string fmt(double v, int digits = 4) {
+std::string fmt(double v, int digits = 3) {
+  if (!std::isfinite(v)) return "-";
   std::ostringstream out;
   out.precision(digits);
   out << v;
   return out.str();
 }
 
-plot::Series series(const std::string& label, bool dashed = false) {
-  plot::Series s;
-  s.label = label;
-  s.dashed = dashed;
-  s.markers = true;
-  return s;
+// "0.912 +- 0.013" scaled, or "-".
+std::string interval_text(const Interval& i, double scale, int digits) {
+  if (i.n == 0) return "-";
+  return format_interval(
+      Interval{i.mean * scale, i.half_width * scale, i.lo * scale, i.hi * scale, i.n}, digits);
 }
 
-// One line per mode of an InitRow field against d_k.
-std::vector<plot::Series> by_mode(const std::vector<InitRow>& rows,
-                                  double (*field)(const InitRow&)) {
-  std::vector<plot::Series> out;
-  for (const std::string& mode : study_modes()) {
-    plot::Series s = series(mode);
-    for (const InitRow& r : rows)
-      if (r.mode == mode) s.x.push_back(double(r.d_k)), s.y.push_back(field(r));
-    out.push_back(s);
-  }
-  return out;
+const char* comparison_word(Comparison c) {
+  return c == Comparison::Better ? "**better**" : c == Comparison::Worse ? "**worse**" : "no det.";
 }
 
-plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
-                    const std::string& y, bool log_y) {
-  plot::Figure f;
-  f.title = title;
-  f.x.label = x;
-  f.x.log = log_x;
-  f.y.label = y;
-  f.y.log = log_y;
-  return f;
+void claims_section(std::ostringstream& md, const std::vector<Verdict>& verdicts) {
+  md << "## The claims\n\n| id | claim | verdict |\n|---|---|---|\n";
+  for (const Verdict& v : verdicts)
+    md << "| " << v.id << " | " << v.claim << " | **" << v.verdict << "** |\n";
+  md << "\n";
+  for (const Verdict& v : verdicts)
+    md << "### " << v.id << ": " << v.claim << "\n\n"
+       << "- **Why it should hold.** " << v.why << "\n"
+       << "- **Measured.** " << v.measured << "\n"
+       << "- **Verdict: " << v.verdict << ".** " << v.reason << "\n\n";
 }
 
-void write(const std::string& dir, const std::string& name, const std::string& text) {
-  write_file_atomic(dir + "/" + name, text);
+void part_a_section(std::ostringstream& md, const RunInfo& info, const std::vector<InitRow>& init) {
+  std::set<int64_t> keys;
+  for (const InitRow& r : init) keys.insert(r.n_keys);
+  const int64_t n = *std::next(keys.begin(), static_cast<long>(keys.size() / 2));
+  md << "## Part A: attention at initialisation\n\n"
+     << "Independent unit-variance q and k: for every mode, d_k and number of keys, "
+     << info.part_a.draws << " independent draws of " << info.part_a.queries
+     << " queries against the keys, fresh for every mode, so each mode's variance is measured "
+        "from its own scaled products. Each figure is the mean over draws +- the half-width "
+        "of its 95% interval (1.96 standard errors; the `_se` columns of init_metrics.csv hold "
+        "the standard errors). Shown for "
+     << n << " keys; init_metrics.csv has 8, 64 and 512.\n\n"
+     << "| mode | d_k | logit_var | theory d_k s^2 | entropy_norm | max_weight | jacobian_norm "
+        "|\n|---|---|---|---|---|---|---|\n";
+  for (const InitRow& r : init) {
+    if (r.n_keys != n || r.draws == 0) continue;
+    md << "| " << r.mode << " | " << r.d_k << " | " << format_estimate(r.logit_var, 4) << " | "
+       << fmt(r.logit_var_theory, 4) << " | " << format_estimate(r.entropy_norm) << " | "
+       << format_estimate(r.max_weight) << " | " << format_estimate(r.jacobian_norm) << " |\n";
+  }
+  md << "\nA freshly initialised attention layer (d_model " << info.part_a.d_model
+     << ", one head of size d_k, " << n
+     << " tokens of N(0, 1) input, loss <output, r> for a random r; the same layers and inputs "
+        "for every mode). Its projections give q and k components of variance about 1/3, so q.k "
+        "has variance d_k / 9 and every scaled mode starts near uniform; the unscaled one "
+        "sharpens as d_k grows, and the control (none_small_init) starts like 1/sqrt(d_k).\n\n"
+     << "| mode | d_k | layer entropy_norm | layer max_weight | "
+        "\\|\\|dL/dS\\|\\| | \\|\\|dL/dW_Q\\|\\| | \\|\\|dL/dW_V\\|\\| | W_Q / W_V |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  for (const InitRow& r : init) {
+    if (r.n_keys != n) continue;
+    md << "| " << r.mode << " | " << r.d_k << " | " << format_estimate(r.layer_entropy_norm)
+       << " | " << format_estimate(r.layer_max_weight) << " | "
+       << format_estimate(r.grad_norm_scores) << " | " << format_estimate(r.grad_norm_wq) << " | "
+       << format_estimate(r.grad_norm_wv) << " | " << format_estimate(r.grad_ratio_qv) << " |\n";
+  }
+  md << "\n### The slopes against d_k, and where they come from\n\n"
+     << "In the layer, r W_O gives a gradient g at each attention output with d_k components "
+        "of variance about d_model / (3 d_k), so g . v_j has a variance that does not depend on "
+        "d_k. Through a near-uniform softmax, dL/dS_ij = p_ij (dL/dP_ij - sum_l p_il dL/dP_il) "
+        "is 1/n times a centred copy of it: **||dL/dS|| has slope 0** in d_k. The gradient at "
+        "the queries is dL/dQ = s (dL/dS) K, a sum over keys of d_k-dimensional k of variance "
+        "1/3, so ||dL/dQ|| and **||dL/dW_Q|| grow like s sqrt(d_k)**: slope 0 for 1/sqrt(d_k), "
+        "1/(2 sqrt(d_k)), the learned scale and QK-LayerNorm; -1/2 for 1/d_k; +1/2 for no "
+        "scale until the softmax saturates and bends it down; +1/4 for the control, whose k is "
+        "d_k^(-1/4) smaller. The value's gradient dL/dV = P^T g does not depend on s: **slope "
+        "0** while attention stays spread, larger once P concentrates. The Q/V ratio's slope is "
+        "the difference. For the logits themselves, std = s sqrt(d_k) for unit-variance q and "
+        "k: slope 1/2 unscaled, 0 for 1/sqrt(d_k), -1/2 for 1/d_k.\n\n";
 }
 
-void write_csvs(const std::string& dir, const std::vector<InitRow>& init, const PartBResult& b,
-                const PartBResult& sweep) {
-  std::vector<Row> rows;
-  for (const InitRow& r : init)
-    rows.push_back({r.mode, r.d_k, r.n_keys, r.logit_var, number_or_empty(r.logit_var_theory),
-                    r.entropy_norm, r.max_weight, r.jacobian_norm, r.grad_norm_wq, r.grad_norm_wk,
-                    r.layer_logit_var, r.layer_entropy_norm, r.layer_max_weight});
-  write(dir, "init_metrics.csv",
-        csv({"mode", "d_k", "n_keys", "logit_var", "logit_var_theory", "entropy_norm", "max_weight",
-             "jacobian_norm", "grad_norm_wq", "grad_norm_wk", "layer_logit_var",
-             "layer_entropy_norm", "layer_max_weight"},
-            rows));
-  rows.clear();
-  for (const TrainRow& r : b.rows)
-    rows.push_back({r.mode, r.d_k, r.task, r.step, r.lr, r.loss, r.accuracy, r.grad_norm_wq,
-                    r.grad_norm_wk, r.grad_norm_wv, r.entropy_norm, r.max_logit});
-  write(dir, "train_metrics.csv",
-        csv({"mode", "d_k", "task", "step", "lr", "loss", "accuracy", "grad_norm_wq",
-             "grad_norm_wk", "grad_norm_wv", "entropy_norm", "max_logit"},
-            rows));
-  rows.clear();
-  for (const LayerRow& r : b.layers)
-    rows.push_back({r.mode, r.d_k, r.task, r.step, r.layer, r.grad_norm_wq, r.grad_norm_wk,
-                    r.grad_norm_wv, r.entropy_norm, r.max_logit});
-  write(dir, "train_layers.csv",
-        csv({"mode", "d_k", "task", "step", "layer", "grad_norm_wq", "grad_norm_wk", "grad_norm_wv",
-             "entropy_norm", "max_logit"},
-            rows));
-  for (const auto& [name, result] :
-       {std::pair{"final_metrics.csv", &b}, std::pair{"lr_sweep.csv", &sweep}}) {
-    if (result->finals.empty()) continue;
-    rows.clear();
-    for (const FinalRow& f : result->finals)
-      rows.push_back({f.mode, f.d_k, f.task, f.lr, number_or_empty(f.final_loss), f.final_accuracy,
-                      f.seq_accuracy, f.diverged});
-    write(dir, name,
-          csv({"mode", "d_k", "task", "lr", "final_loss", "accuracy", "seq_accuracy", "diverged"},
-              rows));
+void part_b_section(std::ostringstream& md, const RunInfo& info, const PartBResult& b,
+                    const std::vector<SettingSummary>& summary) {
+  md << "## Part B: in training\n\n";
+  for (const TaskSetup& t : info.part_b.tasks) {
+    md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
+       << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
+       << ", one head of size d_k, " << (info.part_b.steps > 0 ? info.part_b.steps : t.steps)
+       << " steps, lr " << t.lr;
+    if (t.task == "recall")
+      md << "; " << t.recall.pairs << " key-value pairs from " << t.recall.n_keys << " keys and "
+         << t.recall.n_values << " values, then " << t.recall.queries << " queries";
+    else
+      md << "; 2 to 8 symbols from 8, reversed";
+    md << ".\n";
   }
-}
-
-// The plots; returns (file, caption) pairs for the report.
-std::vector<std::pair<std::string, std::string>> write_plots(const std::string& dir,
-                                                             const RunInfo& info,
-                                                             const std::vector<InitRow>& init,
-                                                             const PartBResult& b,
-                                                             const PartBResult& sweep) {
-  std::vector<std::pair<std::string, std::string>> out;
-  {
-    plot::Figure f = figure("Logit std at initialisation (independent unit-variance q, k)", "d_k",
-                            true, "std of s (q . k)", true);
-    f.series = by_mode(init, [](const InitRow& r) { return std::sqrt(r.logit_var); });
-    for (auto [label, power] :
-         {std::pair{"theory sqrt(d_k)", 0.5}, std::pair{"theory 1", 0.0},
-          std::pair{"theory 1/sqrt(d_k)", -0.5}, std::pair{"theory 1/2", 9.0}}) {
-      plot::Series t = series(label, true);
-      t.markers = false;
-      for (int64_t d : info.part_a.d_ks)
-        t.x.push_back(double(d)), t.y.push_back(power == 9.0 ? 0.5 : std::pow(double(d), power));
-      f.series.push_back(t);
-    }
-    write(dir, "logit_std.svg", plot::render_svg(f));
-    out.emplace_back("logit_std.svg",
-                     "Logit standard deviation against d_k (log axes), measured (solid) and theory "
-                     "d_k s^2 (dashed).");
-  }
-  {
-    plot::Figure e = figure("Softmax entropy (normalised)", "d_k", true, "H(p) / log n", false);
-    e.series = by_mode(init, [](const InitRow& r) { return r.entropy_norm; });
-    plot::Figure m = figure("Largest attention weight", "d_k", true, "max_j p_j", false);
-    m.series = by_mode(init, [](const InitRow& r) { return r.max_weight; });
-    plot::Figure j = figure("Softmax Jacobian norm", "d_k", true, "||diag(p) - pp^T||_F", false);
-    j.series = by_mode(init, [](const InitRow& r) { return r.jacobian_norm; });
-    write(dir, "softmax_shape.svg", plot::render_svg_grid({e, m, j}, 3));
-    out.emplace_back(
-        "softmax_shape.svg",
-        "Entropy, largest weight and softmax-Jacobian norm at initialisation against d_k.");
-  }
-  {
-    plot::Figure g =
-        figure("Gradient at W_Q of an initialised layer", "d_k", true, "||dL/dW_Q||_F", true);
-    g.series = by_mode(init, [](const InitRow& r) { return r.grad_norm_wq; });
-    write(dir, "grad_wq.svg", plot::render_svg(g));
-    out.emplace_back(
-        "grad_wq.svg",
-        "Gradient norm reaching W_Q in a freshly initialised attention layer, against d_k.");
-  }
-  std::set<std::pair<std::string, int64_t>> settings;
-  for (const TrainRow& r : b.rows) settings.insert({r.task, r.d_k});
-  if (!settings.empty()) {
-    std::vector<plot::Figure> panels;
-    for (const auto& [task, d_k] : settings) {
-      plot::Figure f =
-          figure(task + ", d_k = " + std::to_string(d_k), "step", false, "training loss", true);
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = series(mode);
-        s.markers = false;
-        for (const TrainRow& r : b.rows)
-          if (r.task == task && r.d_k == d_k && r.mode == mode)
-            s.x.push_back(double(r.step)), s.y.push_back(r.loss);
-        f.series.push_back(s);
+  md << "- AdamW (betas 0.9, 0.98; no weight decay), linear warm-up over 5% of the steps, "
+        "gradient norm clipped at 1, batch "
+     << info.part_b.batch << "; held-out evaluation every " << info.part_b.eval_every
+     << " steps on " << info.part_b.eval_examples << " fixed examples. " << info.part_b.seeds
+     << " seeds; within a seed every mode starts from the same weights and sees the same "
+        "batches.\n"
+     << "- Figures: mean over seeds +- the half-width of the 95% t-interval (n = seeds). "
+        "`accuracy` averages the last 10% of evaluations; `steps to 90%` counts a run that "
+        "never got there as its length (the `reached` column says how many did); `loss AUC` "
+        "is the mean held-out loss over training (lower: learned sooner). `vs 1/sqrt(d_k)` is "
+        "the paired difference seed by seed; it is called better or worse only when its 95% "
+        "interval excludes 0 and it passes the margin stated in advance (1 point, 0.05 nats, "
+        "20 steps); otherwise no detectable difference (no det.).\n\n";
+  const std::vector<MetricSpec>& metrics = compared_metrics();
+  md << "| task | d_k | mode | accuracy (points) | steps to 90% | reached | loss AUC | "
+        "vs 1/sqrt(d_k): accuracy | loss AUC | steps to 90% | max logit |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const SettingSummary& s : summary) {
+    md << "| " << s.task << " | " << s.d_k << " | " << s.mode << " | "
+       << interval_text(s.metric[0], 100, 1) << " | " << interval_text(s.metric[2], 1, 0) << " | "
+       << s.reached_90 << "/" << s.runs << " | " << interval_text(s.metric[1], 1, 2) << " | ";
+    for (size_t m = 0; m < metrics.size(); ++m) {  // accuracy, loss AUC, steps to 90%
+      if (s.mode == kDefaultMode) {
+        md << "(reference) | ";
+        continue;
       }
-      panels.push_back(f);
+      md << interval_text(s.vs_default[m], metrics[m].scale, metrics[m].digits) << " "
+         << comparison_word(s.verdict[m]) << " | ";
     }
-    write(dir, "loss_curves.svg", plot::render_svg_grid(panels, 3));
-    out.emplace_back("loss_curves.svg",
-                     "Training loss per mode, one panel per task and d_k (same seed and batches "
-                     "for every mode).");
-    // Per-layer gradient flow at the largest d_k of the seq2seq task.
-    const auto [task, d_k] = *settings.rbegin();
-    std::vector<plot::Figure> layer_panels;
-    for (const std::string& mode : study_modes()) {
-      plot::Figure f = figure(mode, "step", false, "||dL/dW_Q||_F", true);
-      std::map<std::string, plot::Series> lines;
-      for (const LayerRow& r : b.layers) {
-        if (r.task != task || r.d_k != d_k || r.mode != mode) continue;
-        plot::Series& s = lines.try_emplace(r.layer, series(r.layer)).first->second;
-        s.markers = false;
-        s.x.push_back(double(r.step));
-        s.y.push_back(r.grad_norm_wq);
-      }
-      for (auto& [name, s] : lines) f.series.push_back(s);
-      layer_panels.push_back(f);
-    }
-    write(dir, "grad_flow.svg", plot::render_svg_grid(layer_panels, 3));
-    out.emplace_back("grad_flow.svg",
-                     "Gradient norm at W_Q of each attention layer over training (" + task +
-                         ", d_k = " + std::to_string(d_k) + "), one panel per mode.");
+    md << fmt(s.max_logit.mean, 3) << " |\n";
   }
-  if (!sweep.finals.empty()) {
-    std::vector<plot::Figure> panels;
-    std::set<int64_t> d_ks;
-    for (const FinalRow& f : sweep.finals) d_ks.insert(f.d_k);
-    for (int64_t d_k : d_ks) {
-      plot::Figure f = figure("LR sweep, d_k = " + std::to_string(d_k), "learning rate", true,
-                              "final loss", true);
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = series(mode);
-        for (const FinalRow& r : sweep.finals)
-          if (r.d_k == d_k && r.mode == mode) s.x.push_back(r.lr), s.y.push_back(r.final_loss);
-        f.series.push_back(s);
-      }
-      panels.push_back(f);
+  md << "\n";
+}
+
+void part_d_section(std::ostringstream& md, const RunInfo& info,
+                    const std::vector<DepthRow>& depth) {
+  int64_t deepest = 0;
+  for (const DepthRow& r : depth) deepest = std::max(deepest, r.layers);
+  md << "## Part D: depth at initialisation\n\n"
+     << "Encoders of 1, 2, 4 and 8 layers (d_model " << info.depth.d_model << ", one head of "
+     << info.depth.d_model / info.depth.heads << ", d_ff " << info.depth.d_ff << ", "
+     << info.depth.seq << " random tokens, batch " << info.depth.batch
+     << ", cross-entropy against random targets), pre-LN and post-LN, " << info.depth.draws
+     << " draws each (the same for every mode). For the " << deepest
+     << "-layer stack: the gradient at W_Q of the last layer over the first's (post-LN grows "
+        "toward the output, Xiong et al. 2020), and the token cosine after the last layer (toward "
+        "1 is rank collapse, Noci et al. 2022); depth_metrics.csv has every layer and depth.\n\n"
+     << "| mode | placement | W_Q grad, first layer | last layer | last / first | "
+        "token cosine, last layer |\n|---|---|---|---|---|---|\n";
+  for (const std::string& mode : study_modes())
+    for (const char* placement : {"pre_ln", "post_ln"}) {
+      const DepthRow *first = nullptr, *last = nullptr;
+      for (const DepthRow& r : depth)
+        if (r.mode == mode && r.norm_placement == placement && r.layers == deepest) {
+          if (r.layer == 0) first = &r;
+          if (r.layer == deepest - 1) last = &r;
+        }
+      if (!first || !last) continue;
+      md << "| " << mode << " | " << placement << " | " << format_estimate(first->grad_norm_wq)
+         << " | " << format_estimate(last->grad_norm_wq) << " | "
+         << fmt(last->grad_norm_wq.mean / first->grad_norm_wq.mean) << " | "
+         << format_estimate(last->token_cosine) << " |\n";
     }
-    write(dir, "lr_sensitivity.svg", plot::render_svg_grid(panels, 3));
-    out.emplace_back("lr_sensitivity.svg",
-                     "Final held-out loss against learning rate per mode (Part C).");
-  }
-  return out;
+  md << "\n";
+}
+
+void confounds_section(std::ostringstream& md) {
+  md << "## What this study cannot separate\n\n"
+     << "- **d_k above d_model.** The width is fixed (d_model 32 in training, 64 at "
+        "initialisation), so d_k = 256 adds parameters but no function class: a head's "
+        "attention pattern has rank at most d_model either way.\n"
+     << "- **Scale and learning rate.** Adam's step does not depend on the gradient's size, so "
+        "multiplying the logits by s acts like changing the initialisation and the learning "
+        "rate of W_Q and W_K. With one learning rate per task, a mode's result mixes the two; "
+        "an LR sweep per mode would separate them (the `--full` extension's job). The control "
+        "`none_small_init` removes only the difference at initialisation.\n"
+     << "- **Small and few.** Toy tasks, one or two layers, one head, a few hundred steps: "
+        "effects that need scale or long training do not show. With 3 seeds the t quantile is "
+        "4.30, so only large differences are detected; `--full` runs 10.\n\n";
 }
 
 }  // namespace
 
 void write_report(const std::string& dir, const RunInfo& info, const std::vector<InitRow>& init,
-                  const PartBResult& b, const PartBResult& sweep) {
-  write_csvs(dir, init, b, sweep);
-  auto plots = write_plots(dir, info, init, b, sweep);
+                  const PartBResult& training, const std::vector<DepthRow>& depth) {
+  write_csvs(dir, init, training, depth);
+  const std::vector<PlotFile> plots = write_plots(dir, init, training, depth);
+  const std::vector<SettingSummary> summary = summarise_training(training.finals);
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
-     << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.threads
-     << " threads, " << (info.full ? "full" : "default") << " run) in " << fmt(info.seconds, 3)
-     << " s. "
-     << "Every number below comes from this run; the CSV files beside this report hold all of "
-        "them.\n\n"
-     << "## Setup\n\n"
-     << "- Part A (initialisation): q, k ~ N(0, 1) independent; variance of s (q . k) over "
-     << info.part_a.pairs << " pairs per d_k; softmax statistics over " << info.part_a.n_queries
-     << " queries x " << info.part_a.n_keys
-     << " keys; an initialised attention layer (d_model 64, one head of size d_k) on N(0, 1) input "
-        "for the gradient "
-        "reaching W_Q and W_K (loss = <output, r> for a fixed random r).\n"
-     << "- Part B (training): d_k varied at a fixed width (d_model " << info.part_b.d_model << ", "
-     << info.part_b.heads << " head whose size d_k is set on its own; Q, K, V map d_model -> d_k), "
-     << info.part_b.layers << " layer(s) per stack, d_ff " << info.part_b.d_ff << ", AdamW lr "
-     << info.part_b.lr << " (linear warm-up over the first 5%), "
-     << "batch " << info.part_b.batch << ", " << info.part_b.steps
-     << " steps, gradients clipped at 1. Every mode of a "
-        "(task, d_k) starts from the same initial weights and sees the same batches. Tasks: "
-        "`reverse` (encoder-decoder; "
-        "accuracy is greedy-decoded held-out token accuracy) and `decoder_copy` (decoder-only, x "
-        "SEP x with |x| = 8; "
-        "teacher-forced accuracy on the copied half).\n";
-  if (!info.sweep_lrs.empty()) {
-    md << "- Part C (learning-rate sweep, after Wortsman et al. 2023): lrs";
-    for (double lr : info.sweep_lrs) md << " " << lr;
-    md << " on `reverse`; sensitivity = mean over lrs of (min(final loss, initial loss) - the best "
-          "final loss at that d_k), "
-          "so a diverged run counts at its initial loss.\n";
+     << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.part_b.seeds
+     << " training seeds, " << info.threads << " threads) in " << fmt(info.seconds, 3)
+     << " s. Every number below comes from this run; the CSV files beside this report hold all "
+        "of them, and docs/study.md explains the claims, the metrics and the literature. "
+        "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
+  if (!init.empty()) claims_section(md, judge_claims(init, summary));
+  if (!init.empty()) part_a_section(md, info, init);
+  if (!training.finals.empty()) part_b_section(md, info, training, summary);
+  if (!depth.empty()) part_d_section(md, info, depth);
+  confounds_section(md);
+  md << "## Plots\n\n";
+  for (const PlotFile& p : plots)
+    md << "![" << p.file << "](" << p.file << ")\n\n" << p.caption << "\n\n";
+  md << "## Where the time went\n\n"
+     << "Part A " << fmt(info.seconds_a, 3) << " s, Part B " << fmt(info.seconds_b, 3)
+     << " s, Part D " << fmt(info.seconds_d, 3) << " s, on " << info.threads
+     << " threads (one job per thread).";
+  std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
+  for (const FinalRow& f : training.finals) {
+    auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];
+    seconds += f.seconds, ++runs;
   }
-  md << "\n## Claims\n\n| id | claim | measured | verdict | why |\n|---|---|---|---|---|\n";
-  for (const Verdict& v : judge_claims(init, b))
-    md << "| " << v.id << " | " << v.claim << " | " << v.figures << " | **" << v.verdict << "** | "
-       << v.why << " |\n";
-  md << "\n## Part A: at initialisation\n\n| mode | d_k | logit_var | theory | entropy_norm | "
-        "max_weight | "
-        "jacobian_norm | grad_norm_wq |\n|---|---|---|---|---|---|---|---|\n";
-  for (const InitRow& r : init)
-    md << "| " << r.mode << " | " << r.d_k << " | " << fmt(r.logit_var) << " | "
-       << (std::isfinite(r.logit_var_theory) ? fmt(r.logit_var_theory) : "-") << " | "
-       << fmt(r.entropy_norm, 3) << " | " << fmt(r.max_weight, 3) << " | "
-       << fmt(r.jacobian_norm, 3) << " | " << fmt(r.grad_norm_wq, 3) << " |\n";
-  if (!b.finals.empty()) {
-    md << "\n## Part B: after training\n\n| task | d_k | mode | held-out loss | accuracy | "
-          "sequence accuracy |\n"
-          "|---|---|---|---|---|---|\n";
-    for (const FinalRow& f : b.finals)
-      md << "| " << f.task << " | " << f.d_k << " | " << f.mode << " | "
-         << (f.diverged ? "diverged" : fmt(f.final_loss)) << " | " << fmt(f.final_accuracy) << " | "
-         << (f.task == "reverse" ? fmt(f.seq_accuracy) : "-") << " |\n";
-  }
-  if (!sweep.finals.empty()) {
-    md << "\n## Part C: learning-rate sensitivity\n\n| d_k | mode | best lr | best final loss | "
-          "sensitivity |\n"
-          "|---|---|---|---|---|\n";
-    // Wortsman et al.'s measure: mean over lrs of min(final, initial) - the
-    // best final loss at that d_k; a diverged run counts at its initial loss.
-    auto capped = [](const FinalRow* f) {
-      return (f->diverged || !std::isfinite(f->final_loss))
-                 ? f->initial_loss
-                 : std::min(f->final_loss, f->initial_loss);
-    };
-    std::map<std::pair<int64_t, std::string>, std::vector<const FinalRow*>> groups;
-    std::map<int64_t, double> best_of_dk;
-    for (const FinalRow& f : sweep.finals) {
-      groups[{f.d_k, f.mode}].push_back(&f);
-      auto [it, fresh] = best_of_dk.try_emplace(f.d_k, capped(&f));
-      if (!fresh) it->second = std::min(it->second, capped(&f));
-    }
-    for (auto& [key, rows] : groups) {
-      const FinalRow* best = rows.front();
-      double sens = 0;
-      for (const FinalRow* f : rows) {
-        if (capped(f) < capped(best)) best = f;
-        sens += capped(f) - best_of_dk[key.first];
-      }
-      md << "| " << key.first << " | " << key.second << " | " << fmt(best->lr) << " | "
-         << fmt(capped(best)) << " | " << fmt(sens / double(rows.size())) << " |\n";
-    }
-  }
-  md << "\n## Plots\n\n";
-  for (const auto& [file, caption] : plots)
-    md << "![" << caption << "](" << file << ")\n\n" << caption << "\n\n";
-  write(dir, "report.md", md.str());
+  if (!per.empty()) md << " Seconds per training run:";
+  for (const auto& [key, value] : per)
+    md << " " << key.first << " d_k " << key.second << ": " << fmt(value.first / value.second, 3)
+       << ";";
+  md << "\n";
+  write_file_atomic(dir + "/report.md", md.str());
 }
 
 }  // namespace gradflow::study

@@ -1,5 +1,5 @@
-// Writing the study's results: CSV files, SVG plots and report.md, all
-// into one directory, each file written atomically.
+// Writing the study's results: CSV files, SVG plots and report.md, all into
+// one directory, each file written atomically.
 #pragma once
 
 #include <string>
@@ -14,22 +14,27 @@ struct RunInfo {
   uint64_t seed = 0;
   int threads = 0;
   bool full = false;
-  double seconds = 0;  // wall time of the whole run
+  double seconds = 0;                                  // wall time of the whole run
+  double seconds_a = 0, seconds_b = 0, seconds_d = 0;  // of each part
   PartAOptions part_a;
   PartBOptions part_b;
-  std::vector<double> sweep_lrs;  // Part C, empty when not run
+  DepthOptions depth;
 };
 
-// One claim's verdict, derived from the numbers only.
-struct Verdict {
-  std::string id, claim, figures, verdict, why;
-};
-
-std::vector<Verdict> judge_claims(const std::vector<InitRow>& init, const PartBResult& training);
-
-// Writes init_metrics.csv, train_metrics.csv, train_layers.csv,
-// final_metrics.csv, [lr_sweep.csv], the SVG plots and report.md into dir.
+// Everything below: the CSV files, the plots and report.md.
 void write_report(const std::string& dir, const RunInfo& info, const std::vector<InitRow>& init,
-                  const PartBResult& training, const PartBResult& sweep);
+                  const PartBResult& training, const std::vector<DepthRow>& depth);
+
+// init_metrics.csv, depth_metrics.csv, and with training train_metrics.csv,
+// train_layers.csv and final_metrics.csv.
+void write_csvs(const std::string& dir, const std::vector<InitRow>& init,
+                const PartBResult& training, const std::vector<DepthRow>& depth);
+
+struct PlotFile {
+  std::string file, caption;
+};
+// The SVG plots of the parts that ran.
+std::vector<PlotFile> write_plots(const std::string& dir, const std::vector<InitRow>& init,
+                                  const PartBResult& training, const std::vector<DepthRow>& depth);
 
 }  // namespace gradflow::study

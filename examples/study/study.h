@@ -1,8 +1,12 @@
 // The attention-scaling study: what it measures and the rows it produces.
-// Part A looks at attention at initialisation, Part B trains small
-// transformers under each scale mode, Part C sweeps the learning rate.
-// report.cpp turns the rows into report.md and SVG plots; every number in
-// the report comes from these rows.
+//
+//   Part A  attention at initialisation, as estimates over many random draws
+//   Part B  small transformers trained under each mode, over several seeds
+//   Part D  a depth probe at initialisation: 1 to 8 layers, pre- and post-LN
+//
+// report.cpp turns the rows into report.md, CSV files and SVG plots; every
+// number in the report comes from these rows. docs/study.md explains the
+// claims, the metrics and the literature.
 #pragma once
 
 #include <cstdint>
@@ -10,80 +14,172 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention.h"
+#include "nn/recall_task.h"
+
 namespace gradflow::study {
 
-// The modes the study compares, in report order.
+// ---- The arms compared ------------------------------------------------------
+// The six scale modes of nn::ScaleMode the study compares, then the control
+// kControl: unscaled attention whose W_Q and W_K (and their biases) start
+// d_k^(-1/4) times smaller, so its logits start with the variance of
+// 1/sqrt(d_k)'s. It separates saturation at initialisation from what
+// training does to an unscaled layer.
 const std::vector<std::string>& study_modes();
+inline constexpr const char* kDefaultMode = "inv_sqrt_dk";
+inline constexpr const char* kControl = "none_small_init";
 
-// ---- Part A: at initialisation -------------------------------------------
+nn::ScaleMode scale_mode_of(const std::string& mode);  // the control: None
+// A mode's initialisation, applied to a freshly built layer (only the
+// control changes anything).
+void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);
+
+// A mean over independent draws and its standard error (sd / sqrt(draws)).
+struct Estimate {
+  double mean = 0, se = 0;
+};
+Estimate estimate_of(const std::vector<double>& draws);
+
+// Units of work done, for a progress display: progress(done, total).
+using ProgressFn = std::function<void(size_t done, size_t total)>;
+
+// Runs job(0) ... job(count - 1) on `threads` threads, each job on one
+// thread (so each job's kernels run single-threaded), jobs taken in index
+// order; progress is called with 0 done before the first job starts and
+// after each, one call at a time. Jobs must write
+// only their own results, so the output does not depend on the thread count.
+// Throws Error naming `part` with the first job's error.
+void run_jobs(const std::string& part, size_t count, int threads,
+              const std::function<void(size_t)>& job, const ProgressFn& progress);
+
+// ---- Part A: at initialisation ------------------------------------------------
 struct InitRow {
   std::string mode;
   int64_t d_k = 0, n_keys = 0;
-  // Independent unit-variance q and k (claims C1 to C6).
-  double logit_var = 0, logit_var_theory = 0;  // theory NaN where no closed form
-  double entropy_norm = 0, max_weight = 0, jacobian_norm = 0;
-  // A freshly initialised attention layer on random input.
-  double grad_norm_wq = 0, grad_norm_wk = 0;
-  double layer_logit_var = 0, layer_entropy_norm = 0, layer_max_weight = 0;
+  // Independent unit-variance q and k, the seeds' setting (C1 to C6): a
+  // draw is `queries` queries against n_keys keys, fresh for every mode.
+  // Not measured for the control (its q and k are not unit-variance).
+  int64_t draws = 0;
+  double logit_var_theory = 0;  // d_k s^2; NaN where there is no closed form
+  Estimate logit_var, entropy_norm, max_weight, jacobian_norm;
+  // A freshly initialised attention layer (d_model 64, one head of size
+  // d_k, n_keys tokens of N(0, 1) input, loss <output, r> for a random r):
+  // a layer draw is a new layer and a new input, the same for every mode.
+  int64_t layer_draws = 0;
+  Estimate layer_logit_var, layer_entropy_norm, layer_max_weight;
+  Estimate grad_norm_scores;  // ||dL/dS||_F at the softmax input S = s q.k
+  Estimate grad_norm_wq, grad_norm_wk, grad_norm_wv, grad_ratio_qv;  // ratio ||W_Q|| / ||W_V||
 };
 
 struct PartAOptions {
   std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
-  int64_t pairs = 32768;  // independent (q, k) pairs for the variance
-  int64_t n_queries = 64, n_keys = 64;
+  std::vector<int64_t> n_keys = {8, 64, 512};
+  // Random q, k: max(draws, draws x 64 / n_keys) draws of `queries` x n_keys.
+  int64_t draws = 256, queries = 16;
+  // Layer draws: max(8, layer_rows / n_keys), each a new layer on n_keys tokens.
+  int64_t layer_rows = 1024, d_model = 64;
   uint64_t seed = 0;
+  int threads = 2;
 };
 
-std::vector<InitRow> run_part_a(const PartAOptions& options);
+std::vector<InitRow> run_part_a(const PartAOptions& options, const ProgressFn& progress = {});
 
-// ---- Part B: in training --------------------------------------------------
-struct TrainRow {
-  std::string mode, task;
-  int64_t d_k = 0, step = 0;
-  double lr = 0, loss = 0, accuracy = 0;
-  double grad_norm_wq = 0, grad_norm_wk = 0,
-         grad_norm_wv = 0;                 // summed over layers, squared-sum root
-  double entropy_norm = 0, max_logit = 0;  // mean / max over layers
+// ---- Part B: in training --------------------------------------------------------
+// The tasks: "reverse" (an encoder-decoder outputs its input backwards) and
+// "recall" (a decoder-only model answers queries about key-value pairs it
+// has read: nn/recall_task.h).
+struct TaskSetup {
+  std::string task;
+  int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;
+  double lr = 2e-3;               // AdamW's peak, after a linear warm-up over 5% of the steps
+  nn::RecallTaskConfig recall{};  // recall only
 };
 
-// The same quantities for each attention layer at each logged step.
-struct LayerRow {
-  std::string mode, task, layer;
-  int64_t d_k = 0, step = 0;
-  double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, entropy_norm = 0, max_logit = 0;
-};
-
-// The end of one training run.
-struct FinalRow {
-  std::string mode, task;
-  int64_t d_k = 0;
-  double lr = 0, final_loss = 0, final_accuracy = 0, seq_accuracy = 0;
-  double initial_loss = 0;  // of the first training batch
-  bool diverged = false;    // a non-finite loss was seen
-};
+TaskSetup reverse_setup();  // encoder-decoder, 1 layer per stack, d_model 32
+TaskSetup recall_setup();   // decoder, 2 layers, d_model 32; 32 keys, 5 pairs, 5 queries
 
 struct PartBOptions {
   std::vector<int64_t> d_ks = {16, 64, 256};
-  std::vector<std::string> tasks = {"reverse", "decoder_copy"};
-  int64_t steps = 400, batch = 64, log_every = 20;
-  int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1;
-  double lr = 2e-3;
+  std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
+  std::vector<std::string> modes = study_modes();
+  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;
+  int64_t steps = 0;  // 0: each task's own
   uint64_t seed = 0;
-  int threads = 2;  // runs trained side by side
+  int threads = 2;  // runs trained side by side, each on one thread
+};
+
+// One run: a (task, d_k, mode, seed). Within a seed every mode starts from
+// the same weights and sees the same batches and evaluation set.
+struct RunKey {
+  std::string task, mode;
+  int64_t d_k = 0, seed = 0;
+};
+
+// An evaluation, every eval_every steps.
+struct CurveRow {
+  RunKey run;
+  int64_t step = 0;
+  double train_loss = 0, eval_loss = 0, eval_accuracy = 0;
+  // A training step since the last row whose loss was above twice its
+  // running median (over the 20 steps before it) and above 0.1.
+  bool spike = false;
+};
+
+// Each attention layer at each evaluation step: the training dynamics.
+struct LayerRow {
+  RunKey run;
+  int64_t step = 0;
+  std::string layer;  // "enc0.self", "dec1.cross", ...
+  int64_t layer_d_k = 0;
+  double max_logit = 0, entropy_norm = 0;
+  double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, grad_ratio_qv = 0;
+};
+
+// The end of a run. Thresholds not reached count as the run's length and
+// are flagged (censored); the final figures average the last 10% of the
+// evaluations.
+struct FinalRow {
+  RunKey run;
+  double lr = 0;
+  int64_t steps = 0;
+  double final_accuracy = 0, final_loss = 0;
+  double steps_to_90 = 0, steps_to_99 = 0;
+  bool reached_90 = false, reached_99 = false;
+  double loss_auc = 0;       // mean held-out loss over training (area / steps)
+  double seq_accuracy = -1;  // reverse: whole sequences right by greedy decoding
+  int64_t spikes = 0;
+  double max_logit = 0;  // largest |logit| over the run
+  // The smallest W_Q / W_V gradient ratio among the attention layers,
+  // averaged over the last 10% of evaluations: a vanishing Q gradient in
+  // any layer shows here.
+  double grad_ratio_qv = 0;
+  bool diverged = false;
+  double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
 
 struct PartBResult {
-  std::vector<TrainRow> rows;
+  std::vector<CurveRow> curves;
   std::vector<LayerRow> layers;
   std::vector<FinalRow> finals;
 };
 
-// Trains one model per (task, d_k, mode) and learning rate; every mode sees
-// the same initial seed and the same batches.
-// on_run_done(done, total) is called (from a worker thread, one call at a
-// time) after each run.
-PartBResult run_part_b(const PartBOptions& options, const std::vector<double>& lrs,
-                       bool record_curves,
-                       const std::function<void(size_t, size_t)>& on_run_done = {});
+PartBResult run_part_b(const PartBOptions& options, const ProgressFn& progress = {});
+
+// ---- Part D: depth at initialisation ------------------------------------------
+struct DepthRow {
+  std::string mode, norm_placement;  // "pre_ln" or "post_ln"
+  int64_t layers = 0, layer = 0;     // layer counts from 0 at the input
+  int64_t draws = 0;
+  Estimate grad_norm_wq, grad_norm_wv, grad_norm_ff, token_cosine;
+};
+
+struct DepthOptions {
+  std::vector<int64_t> depths = {1, 2, 4, 8};
+  int64_t d_model = 64, heads = 1, d_ff = 256, seq = 32, batch = 8, vocab = 32, draws = 8;
+  uint64_t seed = 0;
+  int threads = 2;
+};
+
+std::vector<DepthRow> run_depth_probe(const DepthOptions& options, const ProgressFn& progress = {});
 
 }  // namespace gradflow::study

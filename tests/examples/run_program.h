@@ -25,6 +25,7 @@ inline const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
 inline const std::string kCharlm = GRADFLOW_CHARLM;
 inline const std::string kClassify = GRADFLOW_CLASSIFY;
 inline const std::string kRecall = GRADFLOW_RECALL;
+inline const std::string kScalingStudy = GRADFLOW_SCALING_STUDY;
 
 // Small enough that a run takes a moment even under the sanitizers.
 inline const std::vector<std::string> kTiny = {"--d-model", "16", "--heads", "2", "--layers", "1",

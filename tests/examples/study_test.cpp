@@ -1,11 +1,13 @@
-// The scaling study's metrics against hand-computed values, and its claim
-// verdicts on rows built to pass or fail each criterion.
+// The scaling study's metrics, estimates, seed summaries and claim verdicts
+// against hand-computed values, on rows built to pass or fail each
+// criterion. The parts themselves run in study_runs_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "examples/study/metrics.h"
-#include "examples/study/report.h"
+#include "examples/study/summary.h"
+#include "examples/study/verdicts.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
@@ -44,43 +46,149 @@ TEST(StudyMetrics, SampleVariance) {
   EXPECT_NEAR(sample_variance(from_vector({1, 2, 3, 4}, DType::Float64)), 5.0 / 3.0, 1e-12);
 }
 
-// Rows where each constant mode's variance is exactly d_k s^2.
+TEST(StudyEstimate, MeanAndStandardError) {
+  // {1, 2, 3, 4}: mean 2.5, s^2 = 5/3, se = sqrt(5/3 / 4) = 0.6454972.
+  Estimate e = estimate_of({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(e.mean, 2.5);
+  EXPECT_NEAR(e.se, 0.6454972243679028, 1e-12);
+  EXPECT_TRUE(std::isnan(estimate_of({7}).se));
+  EXPECT_TRUE(std::isnan(estimate_of({}).mean));
+}
+
+TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
+  Generator g1(3), g2(3);
+  nn::MultiHeadAttention plain(8, 1, scale_mode_of("none"), g1, DType::Float64, 16);
+  nn::MultiHeadAttention control(8, 1, scale_mode_of(kControl), g2, DType::Float64, 16);
+  apply_mode_init(control, kControl);
+  EXPECT_EQ(control.scale_mode().kind, nn::ScaleMode::None);
+  // 16^(-1/4) = 1/2 on W_Q, W_K and their biases; W_V and W_O untouched.
+  EXPECT_NEAR(
+      max(abs(sub(control.q_proj->weight.data(), mul(plain.q_proj->weight.data(), 0.5)))).item(), 0,
+      1e-15);
+  EXPECT_NEAR(
+      max(abs(sub(control.k_proj->bias.data(), mul(plain.k_proj->bias.data(), 0.5)))).item(), 0,
+      1e-15);
+  EXPECT_EQ(max(abs(sub(control.v_proj->weight.data(), plain.v_proj->weight.data()))).item(), 0);
+  nn::MultiHeadAttention other(8, 1, scale_mode_of("inv_dk"), g1, DType::Float64, 16);
+  Tensor before = other.q_proj->weight.data().clone();
+  apply_mode_init(other, "inv_dk");
+  EXPECT_EQ(max(abs(sub(other.q_proj->weight.data(), before))).item(), 0);
+}
+
+FinalRow run(const std::string& task, int64_t d_k, const std::string& mode, int64_t seed,
+             double accuracy, double auc, double steps_to_90) {
+  FinalRow f;
+  f.run = {task, mode, d_k, seed};
+  f.final_accuracy = accuracy, f.loss_auc = auc, f.steps_to_90 = steps_to_90;
+  f.reached_90 = accuracy >= 0.9;
+  f.max_logit = 10, f.grad_ratio_qv = 0.5;
+  return f;
+}
+
+TEST(StudySummary, PairedDifferencesAndVerdictsByHand) {
+  // Accuracy: none - inv_sqrt_dk per seed = {-0.10, -0.12, -0.08}: mean -0.10,
+  // s = 0.02, half-width t_{.975,2} 0.02 / sqrt(3) = 4.302653 x 0.011547 = 0.0496826.
+  // loss AUC differences {0.01, -0.02, 0.01}: mean 0, inside the margin: no verdict.
+  std::vector<FinalRow> rows;
+  const double ref_acc[3] = {0.99, 0.98, 0.97}, none_acc[3] = {0.89, 0.86, 0.89};
+  const double ref_auc[3] = {0.50, 0.60, 0.55}, none_auc[3] = {0.51, 0.58, 0.56};
+  for (int64_t seed = 0; seed < 3; ++seed) {
+    rows.push_back(run("reverse", 16, "inv_sqrt_dk", seed, ref_acc[seed], ref_auc[seed], 100));
+    rows.push_back(run("reverse", 16, "none", seed, none_acc[seed], none_auc[seed], 150 + seed));
+  }
+  std::vector<SettingSummary> s = summarise_training(rows);
+  ASSERT_EQ(s.size(), 2u);
+  const SettingSummary* none = find_setting(s, "reverse", 16, "none");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->runs, 3);
+  EXPECT_EQ(none->reached_90, 0);  // 0.89, 0.86, 0.89
+  EXPECT_NEAR(none->vs_default[0].mean, -0.10, 1e-12);
+  EXPECT_NEAR(none->vs_default[0].half_width, 0.0496826, 1e-6);
+  EXPECT_EQ(none->verdict[0], Comparison::Worse);
+  EXPECT_NEAR(none->vs_default[1].mean, 0, 1e-12);
+  EXPECT_EQ(none->verdict[1], Comparison::NoDetectableDifference);
+  // Steps: {50, 51, 52} more, mean 51, s = 1: excluded 0, past the 20-step margin.
+  EXPECT_NEAR(none->vs_default[2].mean, 51, 1e-12);
+  EXPECT_EQ(none->verdict[2], Comparison::Worse);
+  const SettingSummary* ref = find_setting(s, "reverse", 16, "inv_sqrt_dk");
+  EXPECT_EQ(ref->vs_default[0].n, 0);  // the reference is not compared with itself
+  EXPECT_NEAR(ref->metric[0].mean, 0.98, 1e-12);
+}
+
+TEST(StudySummary, ADivergedRunDropsOnlyItsOwnPairs) {
+  std::vector<FinalRow> rows;
+  for (int64_t seed = 0; seed < 3; ++seed) {
+    rows.push_back(run("recall", 64, "inv_sqrt_dk", seed, 0.99, 1.0, 100));
+    rows.push_back(run("recall", 64, "none", seed, 0.2, seed == 1 ? NAN : 3.0, 350));
+  }
+  rows.back().diverged = true;
+  std::vector<SettingSummary> s = summarise_training(rows);
+  const SettingSummary* none = find_setting(s, "recall", 64, "none");
+  EXPECT_EQ(none->metric[1].n, 2);      // the NaN loss AUC is left out
+  EXPECT_EQ(none->vs_default[1].n, 2);  // and so is its pair
+  EXPECT_EQ(none->vs_default[0].n, 3);  // accuracy keeps all three
+  EXPECT_EQ(none->diverged, 1);
+}
+
+// Part A rows where each constant mode's variance is exactly d_k s^2 (times
+// 1 + none_error for the unscaled one), with tight standard errors.
 std::vector<InitRow> ideal_rows(double none_error) {
   std::vector<InitRow> rows;
   for (const std::string& mode : study_modes())
     for (int64_t d : {4, 1024}) {
       InitRow r;
-      r.mode = mode, r.d_k = d, r.n_keys = 64;
-      double s = mode == "none"           ? 1
-                 : mode == "inv_dk"       ? 1.0 / d
-                 : mode == "inv_2sqrt_dk" ? 0.5 / std::sqrt(d)
-                                          : 1 / std::sqrt(d);
-      r.logit_var = d * s * s * (mode == "none" ? 1 + none_error : 1);
-      r.entropy_norm = mode == "inv_dk" && d == 1024 ? 0.9999
-                       : mode == "none" && d == 1024 ? 0.03
-                                                     : 0.9;
-      r.max_weight = mode == "inv_dk" && d == 1024 ? 0.017
-                     : mode == "none" && d == 1024 ? 0.95
-                                                   : 0.1;
-      r.jacobian_norm = mode == "inv_dk" && d == 1024 ? std::sqrt(1.0 / 64 - 1.0 / 4096)
-                        : mode == "none" && d == 1024 ? 0.06
-                                                      : 0.18;
-      r.grad_norm_wq = 1;
+      r.mode = mode, r.d_k = d, r.n_keys = 64, r.draws = 256;
+      double s = mode == "none" || mode == kControl ? 1
+                 : mode == "inv_dk"                 ? 1.0 / d
+                 : mode == "inv_2sqrt_dk"           ? 0.5 / std::sqrt(d)
+                                                    : 1 / std::sqrt(d);
+      r.logit_var_theory = d * s * s;
+      r.logit_var = {d * s * s * (mode == "none" ? 1 + none_error : 1), 1e-4 * d * s * s};
+      const bool flat = mode == "inv_dk" && d == 1024, peaked = mode == "none" && d == 1024;
+      r.entropy_norm = {flat ? 0.9999 : peaked ? 0.03 : mode == "inv_2sqrt_dk" ? 0.97 : 0.9, 1e-4};
+      r.max_weight = {flat ? 0.017 : peaked ? 0.95 : 0.1, 1e-4};
+      r.jacobian_norm = {flat ? std::sqrt(1.0 / 64 - 1.0 / 4096) : peaked ? 0.06 : 0.18, 1e-4};
+      r.grad_norm_scores = {peaked ? 1.0 : 2.8, 0.01};
+      r.grad_ratio_qv = {0.4, 0.01};
       rows.push_back(r);
     }
   return rows;
 }
 
 TEST(StudyVerdicts, FollowTheNumbers) {
-  PartBResult none_trained;
-  std::vector<Verdict> ok = judge_claims(ideal_rows(0.01), none_trained);
-  EXPECT_EQ(ok[0].verdict, "holds");  // C1 within 5%
+  std::vector<Verdict> ok = judge_claims(ideal_rows(0.01), {});
+  ASSERT_EQ(ok.size(), 7u);
+  EXPECT_EQ(ok[0].verdict, "holds");  // C1: 1% off, interval within 5%
   EXPECT_EQ(ok[1].verdict, "holds");
-  EXPECT_EQ(ok[2].verdict, "holds");
-  EXPECT_EQ(ok[5].verdict, "holds");  // C6
-  std::vector<Verdict> off = judge_claims(ideal_rows(0.2), none_trained);
-  EXPECT_EQ(off[0].verdict, "does not hold");  // a 20% error fails C1
-  EXPECT_NE(off[0].why.find("20"), std::string::npos) << off[0].why;
+  EXPECT_EQ(ok[2].verdict, "holds");    // C3 without training: variance and flatness
+  EXPECT_EQ(ok[4].verdict, "holds");    // C5 at init: saturated, small Jacobian, small dL/dS
+  EXPECT_EQ(ok[5].verdict, "holds");    // C6
+  EXPECT_EQ(ok[6].verdict, "unclear");  // C7 needs training
+  std::vector<Verdict> off = judge_claims(ideal_rows(0.2), {});
+  EXPECT_EQ(off[0].verdict, "does not hold");  // a 20% error, well outside 1 +- 5%
+  EXPECT_NE(off[0].reason.find("1.2"), std::string::npos) << off[0].reason;
+  std::vector<Verdict> edge = judge_claims(ideal_rows(0.049), {});
+  // 1.049 +- 1.96e-4 x 1.049 lies within [0.95, 1.05]: holds; at 5.5% the
+  // interval is wholly outside.
+  EXPECT_EQ(edge[0].verdict, "holds");
+  EXPECT_EQ(judge_claims(ideal_rows(0.055), {})[0].verdict, "does not hold");
+}
+
+TEST(StudyVerdicts, C7WeighsThePairedComparisons) {
+  std::vector<FinalRow> rows;
+  for (int64_t seed = 0; seed < 3; ++seed) {
+    rows.push_back(run("reverse", 64, "inv_sqrt_dk", seed, 0.99 - 0.01 * seed, 0.5, 100));
+    rows.push_back(run("reverse", 64, "none", seed, 0.70 - 0.02 * seed, 1.5, 250));
+    rows.push_back(run("reverse", 64, "inv_dk", seed, 0.99 - 0.011 * seed, 0.5, 100));
+  }
+  std::vector<Verdict> v = judge_claims(ideal_rows(0), summarise_training(rows));
+  EXPECT_EQ(v[6].verdict, "holds") << v[6].measured;  // none worse, nothing better
+  // Make inv_dk clearly better than 1/sqrt(d_k): C7 then only partly holds.
+  for (FinalRow& r : rows)
+    if (r.run.mode == "inv_dk") r.final_accuracy += 0.005, r.loss_auc = 0.3 + 0.01 * r.run.seed;
+  v = judge_claims(ideal_rows(0), summarise_training(rows));
+  EXPECT_EQ(v[6].verdict, "partly holds") << v[6].measured;
+  EXPECT_NE(v[6].measured.find("inv_dk"), std::string::npos) << v[6].measured;
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+// scaling_study as a user runs it: --help, one-line errors with exit code 2
+// for bad lists and flags, and a small run that writes its report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/examples/run_program.h"
+
+namespace gradflow::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+using StudyProgramTest = ProgramTest;
+
+TEST_F(StudyProgramTest, HelpListsTheFlags) {
+  Result r = run(kScalingStudy, {"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* flag : {"--seeds", "--full", "--steps", "--tasks", "--d-ks", "--modes",
+                           "--parts", "--recall-pairs", "--threads", "--out"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+}
+
+TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
+  expect_usage_error(kScalingStudy, {"--tasks", "copy"});
+  expect_usage_error(kScalingStudy, {"--tasks", "reverse,,recall"});
+  expect_usage_error(kScalingStudy, {"--d-ks", "0"});
+  expect_usage_error(kScalingStudy, {"--d-ks", "16,x"});
+  expect_usage_error(kScalingStudy, {"--modes", "inv_sqrt_dk,bogus"});
+  expect_usage_error(kScalingStudy, {"--parts", "A,C"});
+  expect_usage_error(kScalingStudy, {"--recall-pairs", "40"});
+  expect_usage_error(kScalingStudy, {"--seeds", "-1"});
+}
+
+TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
+  const std::string out = path("study");
+  Result r =
+      run(kScalingStudy, {"--parts", "B,D", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                          "inv_sqrt_dk,none", "--seeds", "2", "--steps", "10", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* file :
+       {"report.md", "final_metrics.csv", "train_metrics.csv", "train_layers.csv",
+        "depth_metrics.csv", "accuracy_curves.svg", "depth_gradients.svg"})
+    EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
+  EXPECT_EQ(lines(read(out + "/final_metrics.csv")), 1u + 2 * 2);  // header, modes x seeds
+  EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gradflow::testing

@@ -1,0 +1,189 @@
+// The scaling study's parts run small: Part A's estimates against an
+// independent estimate and the theory, Part B's pairing and determinism,
+// the depth probe, and the files write_report leaves.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "examples/study/metrics.h"
+#include "examples/study/report.h"
+#include "tensor/ops.h"
+#include "tensor/parallel.h"
+
+namespace gradflow::study {
+namespace {
+
+namespace fs = std::filesystem;
+
+PartAOptions small_part_a() {
+  PartAOptions o;
+  o.d_ks = {4, 64};
+  o.n_keys = {8, 64};
+  o.draws = 64;
+  o.layer_rows = 64;
+  o.threads = 2;
+  return o;
+}
+
+const InitRow& row_of(const std::vector<InitRow>& rows, const std::string& mode, int64_t d_k,
+                      int64_t n_keys) {
+  for (const InitRow& r : rows)
+    if (r.mode == mode && r.d_k == d_k && r.n_keys == n_keys) return r;
+  throw std::runtime_error("no row " + mode);
+}
+
+TEST(StudyPartA, EstimatesAgreeWithTheoryAndAnIndependentEstimate) {
+  set_num_threads(1);
+  std::vector<InitRow> rows = run_part_a(small_part_a());
+  ASSERT_EQ(rows.size(), study_modes().size() * 4);
+  for (const InitRow& r : rows) {
+    if (r.mode == kControl) {
+      EXPECT_EQ(r.draws, 0);
+      EXPECT_TRUE(std::isnan(r.entropy_norm.mean));
+      continue;
+    }
+    // Fewer keys, more draws: 64 x 64 / 8 for 8 keys.
+    EXPECT_EQ(r.draws, r.n_keys == 8 ? 512 : 64) << r.mode;
+    if (std::isfinite(r.logit_var_theory)) {  // within 5 standard errors of d_k s^2
+      EXPECT_NEAR(r.logit_var.mean, r.logit_var_theory, 5 * r.logit_var.se)
+          << r.mode << " d_k " << r.d_k << " n " << r.n_keys;
+    }
+  }
+  // An independent estimate of the unscaled softmax's shape (Box-Muller
+  // normals, 4000 queries each against its own 64 keys, double precision):
+  // the study's must agree within 0.01 (entropy) and 0.015 (max weight).
+  for (int64_t d_k : {4, 64}) {
+    Generator gen(12345 + d_k);
+    Tensor q = randn({4000, 1, d_k}, gen, DType::Float64);
+    Tensor k = randn({4000, 64, d_k}, gen, DType::Float64);
+    Tensor logits = matmul(q, k.transpose(1, 2));  // (4000, 1, 64)
+    AttentionStats want = attention_stats(softmax(logits, -1), logits, Tensor());
+    const InitRow& got = row_of(rows, "none", d_k, 64);
+    EXPECT_NEAR(got.entropy_norm.mean, want.entropy_norm, 0.01) << d_k;
+    EXPECT_NEAR(got.max_weight.mean, want.max_weight, 0.015) << d_k;
+  }
+  // A layer draw is the same layer for every mode: the learned scale starts
+  // as 1/sqrt(d_k) and so measures the same, and the control starts unsaturated.
+  const InitRow& fixed = row_of(rows, "inv_sqrt_dk", 64, 64);
+  const InitRow& learned = row_of(rows, "learned", 64, 64);
+  EXPECT_NEAR(learned.layer_entropy_norm.mean, fixed.layer_entropy_norm.mean, 1e-5);
+  EXPECT_NEAR(learned.grad_norm_wq.mean, fixed.grad_norm_wq.mean, 1e-4 * fixed.grad_norm_wq.mean);
+  EXPECT_NEAR(row_of(rows, kControl, 64, 64).layer_entropy_norm.mean, fixed.layer_entropy_norm.mean,
+              1e-5);
+  EXPECT_LT(row_of(rows, "none", 64, 64).layer_entropy_norm.mean, 0.8);
+}
+
+PartBOptions tiny_part_b(int threads) {
+  PartBOptions o;
+  o.d_ks = {8};
+  o.modes = {"none", "inv_sqrt_dk", "learned", kControl};
+  o.seeds = 2;
+  o.steps = 12;
+  o.eval_every = 4;
+  o.eval_examples = 16;
+  o.batch = 8;
+  o.threads = threads;
+  return o;
+}
+
+TEST(StudyPartB, RunsArePairedAndDoNotDependOnTheThreadCount) {
+  set_num_threads(1);
+  PartBResult one = run_part_b(tiny_part_b(1)), two = run_part_b(tiny_part_b(2));
+  ASSERT_EQ(one.finals.size(), 2u * 4 * 2);  // tasks x modes x seeds
+  ASSERT_EQ(one.finals.size(), two.finals.size());
+  for (size_t i = 0; i < one.finals.size(); ++i) {
+    EXPECT_EQ(one.finals[i].run.mode, two.finals[i].run.mode);
+    EXPECT_EQ(one.finals[i].final_loss, two.finals[i].final_loss);
+    EXPECT_EQ(one.finals[i].loss_auc, two.finals[i].loss_auc);
+  }
+  // Evaluations at steps 0, 4, 8 and after the last update (12).
+  size_t at_zero = 0;
+  for (const CurveRow& c : one.curves) at_zero += c.step == 0;
+  EXPECT_EQ(at_zero, one.finals.size());
+  EXPECT_EQ(one.curves.size(), 4 * one.finals.size());
+  // Paired: within a (task, seed) every mode starts from the same weights and
+  // batches, so the learned scale (started at 1/sqrt(d_k)) has 1/sqrt(d_k)'s
+  // first losses; another seed has other weights and data.
+  auto first = [&one](const std::string& task, const std::string& mode, int64_t seed) {
+    for (const CurveRow& c : one.curves)
+      if (c.run.task == task && c.run.mode == mode && c.run.seed == seed && c.step == 0) return c;
+    throw std::runtime_error("no curve");
+  };
+  for (const char* task : {"reverse", "recall"}) {
+    EXPECT_NEAR(first(task, "learned", 0).train_loss, first(task, "inv_sqrt_dk", 0).train_loss,
+                1e-5);
+    EXPECT_NEAR(first(task, "learned", 1).eval_loss, first(task, "inv_sqrt_dk", 1).eval_loss, 1e-5);
+    EXPECT_NE(first(task, "inv_sqrt_dk", 0).train_loss, first(task, "inv_sqrt_dk", 1).train_loss);
+  }
+  for (const LayerRow& l : one.layers) {
+    EXPECT_EQ(l.layer_d_k, 8) << l.layer;  // every layer, cross-attention included
+    EXPECT_GT(l.grad_norm_wv, 0) << l.layer;
+  }
+}
+
+TEST(StudyDepth, RowsPerLayerAndPlacement) {
+  set_num_threads(1);
+  DepthOptions o;
+  o.depths = {1, 3};
+  o.draws = 2;
+  o.seq = 8;
+  o.batch = 2;
+  std::vector<DepthRow> rows = run_depth_probe(o);
+  ASSERT_EQ(rows.size(), study_modes().size() * 2 * (1 + 3));
+  for (const DepthRow& r : rows) {
+    EXPECT_GT(r.grad_norm_wq.mean, 0);
+    EXPECT_GT(r.grad_norm_ff.mean, 0);
+    EXPECT_LE(std::abs(r.token_cosine.mean), 1.0);
+    EXPECT_EQ(r.draws, 2);
+  }
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+TEST(StudyReport, WritesEveryFileWithItsColumns) {
+  set_num_threads(1);
+  const fs::path dir = fs::temp_directory_path() / ("gradflow_study_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  RunInfo info;
+  info.command = "scaling_study --test";
+  info.part_a = small_part_a();
+  info.part_b = tiny_part_b(2);
+  info.depth.depths = {1, 2};
+  info.depth.draws = 2;
+  std::vector<InitRow> init = run_part_a(info.part_a);
+  PartBResult training = run_part_b(info.part_b);
+  std::vector<DepthRow> depth = run_depth_probe(info.depth);
+  write_report(dir.string(), info, init, training, depth);
+  EXPECT_EQ(first_line((dir / "final_metrics.csv").string()).rfind("task,d_k,mode,seed,", 0), 0u);
+  EXPECT_EQ(first_line((dir / "depth_metrics.csv").string())
+                .rfind("mode,norm_placement,layers,layer,grad_norm_wq,grad_norm_wv,grad_norm_ff,"
+                       "token_cosine",
+                       0),
+            0u);
+  const std::string init_header = first_line((dir / "init_metrics.csv").string());
+  for (const char* column : {"draws", "entropy_norm_se", "max_weight_se", "grad_norm_scores",
+                             "grad_ratio_qv", "layer_entropy_norm"})
+    EXPECT_NE(init_header.find(column), std::string::npos) << column;
+  EXPECT_NE(first_line((dir / "train_layers.csv").string()).find("layer_d_k"), std::string::npos);
+  for (const char* file : {"report.md", "logit_std.svg", "softmax_shape.svg", "layer_gradients.svg",
+                           "accuracy_curves.svg", "max_logit.svg", "grad_ratio.svg",
+                           "depth_gradients.svg", "final_accuracy.svg"})
+    EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
+  std::stringstream report;
+  report << std::ifstream(dir / "report.md").rdbuf();
+  for (const char* text : {"### C1", "### C7", "+-", "no det.", "Part D"})
+    EXPECT_NE(report.str().find(text), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradflow::study
