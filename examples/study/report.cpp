@@ -99,7 +99,7 @@ void part_a_section(std::ostringstream& md, const RunInfo& info, const std::vect
         "k: slope 1/2 unscaled, 0 for 1/sqrt(d_k), -1/2 for 1/d_k.\n\n";
 }
 
-void part_b_section(std::ostringstream& md, const RunInfo& info, const PartBResult& b,
+void part_b_section(std::ostringstream& md, const RunInfo& info,
                     const std::vector<SettingSummary>& summary) {
   md << "## Part B: in training\n\n";
   for (const TaskSetup& t : info.part_b.tasks) {
@@ -211,7 +211,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
   if (!init.empty()) claims_section(md, judge_claims(init, summary));
   if (!init.empty()) part_a_section(md, info, init);
-  if (!training.finals.empty()) part_b_section(md, info, training, summary);
+  if (!training.finals.empty()) part_b_section(md, info, summary);
   if (!depth.empty()) part_d_section(md, info, depth);
   confounds_section(md);
   md << "## Plots\n\n";

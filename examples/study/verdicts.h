@@ -12,11 +12,11 @@
 namespace gradflow::study {
 
 struct Verdict {
-  std::string id, claim;
-  std::string why;       // why it should hold: the argument in plain words
-  std::string measured;  // what this run measured, with 95% intervals
-  std::string verdict;   // holds, partly holds, does not hold, unclear
-  std::string reason;    // each criterion and its outcome
+  std::string id{}, claim{};
+  std::string why{};       // why it should hold: the argument in plain words
+  std::string measured{};  // what this run measured, with 95% intervals
+  std::string verdict{};   // holds, partly holds, does not hold, unclear
+  std::string reason{};    // each criterion and its outcome
 };
 
 // Criteria stated in advance (docs/study.md).
