@@ -3,10 +3,10 @@
 //
 // Composed of matmul, scaled_masked_softmax and matmul, attention keeps the
 // softmax weights, (B, H, T, S), for its backward: in gpt-small 8 MB a layer,
-// more than q, k and v together. Here the kernels of tensor/attention.h run
+// more than q, k and v together. Here the kernels of tensor/kernels/attention.h run
 // each head's products and softmax while they sit in cache, and the backward
 // recomputes the head's weights from q, k and two numbers per query row.
-#include "tensor/attention.h"
+#include "tensor/kernels/attention.h"
 #include "autograd/ops.h"
 
 namespace gradflow {

@@ -1,9 +1,9 @@
 // layer_norm over the last axis as one op: a row-wise kernel forward and one
-// backward (tensor/norm.h), in place of the nine ops (mean, sub, mul, mean,
+// backward (tensor/kernels/norm.h), in place of the nine ops (mean, sub, mul, mean,
 // add, pow, mul, mul, add) it was composed of, each a pass over the whole
 // tensor with a tensor of its own. The composed version stays as the
 // reference in tests/autograd/norm_test.cpp.
-#include "tensor/norm.h"
+#include "tensor/kernels/norm.h"
 #include "autograd/ops.h"
 
 namespace gradflow {

@@ -6,7 +6,7 @@
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
 #include "tensor/map.h"
-#include "tensor/masked_softmax.h"
+#include "tensor/kernels/masked_softmax.h"
 
 namespace gradflow {
 

@@ -25,7 +25,7 @@
 #include "examples/common/args.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
+#include "nn/optim/optim.h"
 #include "tensor/creation.h"
 #include "tensor/parallel.h"
 

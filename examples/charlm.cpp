@@ -11,12 +11,12 @@
 
 #include "examples/common/args.h"
 #include "examples/common/training.h"
-#include "nn/char_dataset.h"
+#include "nn/data/char_dataset.h"
 #include "nn/generate.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
-#include "nn/text_corpus.h"
+#include "nn/optim/optim.h"
+#include "nn/data/text_corpus.h"
 #include "tensor/creation.h"
 
 namespace gradflow::examples {

@@ -12,7 +12,7 @@
 #include "examples/common/training.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
+#include "nn/optim/optim.h"
 #include "tensor/creation.h"
 #include "tensor/ops.h"
 

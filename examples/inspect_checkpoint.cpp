@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // recall: trains a decoder-only transformer (DecoderLM) on multi-query
-// associative recall (nn/recall_task.h): a sequence lists key-value pairs,
+// associative recall (nn/data/recall_task.h): a sequence lists key-value pairs,
 // then asks for the values of some of its keys. Answering takes an induction
 // circuit (attach each key to its value, look the query up), which forms
 // suddenly: the accuracy sits near chance for a while, then jumps. The data
@@ -13,13 +13,13 @@
 #include "examples/common/training.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
-#include "nn/recall_task.h"
+#include "nn/optim/optim.h"
+#include "nn/data/recall_task.h"
 
 namespace gradflow::examples {
 namespace {
 
-constexpr int64_t kPad = 0, kFirstKey = 3;  // nn/recall_task.h's token ids
+constexpr int64_t kPad = 0, kFirstKey = 3;  // nn/data/recall_task.h's token ids
 
 // "k12" or "v7" for a key or value id, "|" for SEP.
 std::string token_name(const nn::RecallTaskConfig& task, int64_t id) {

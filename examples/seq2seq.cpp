@@ -11,8 +11,8 @@
 #include "examples/common/training.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
-#include "nn/toy_tasks.h"
+#include "nn/optim/optim.h"
+#include "nn/data/toy_tasks.h"
 
 namespace gradflow::examples {
 namespace {

@@ -16,8 +16,6 @@
 
 namespace gradflow::nn {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-
 class Module {
  public:
   Module() = default;

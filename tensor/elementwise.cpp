@@ -5,7 +5,7 @@
 #include <numbers>
 #include <type_traits>
 
-#include "tensor/fast_math.h"
+#include "tensor/kernels/fast_math.h"
 #include "tensor/map.h"
 
 namespace gradflow {

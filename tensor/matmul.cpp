@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tensor/creation.h"
-#include "tensor/gemm.h"
+#include "tensor/kernels/gemm.h"
 #include "tensor/parallel.h"
 #include "tensor/strided_loop.h"
 

@@ -6,7 +6,7 @@
 
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
-#include "tensor/fast_math.h"
+#include "tensor/kernels/fast_math.h"
 #include "tensor/parallel.h"
 #include "tensor/strided_loop.h"
 

@@ -12,6 +12,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -87,5 +88,9 @@ class Tensor {
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, int64_t offset);
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// Tensors by name, in order: a module's state_dict, an optimizer's state,
+// the contents of a safetensors file.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 }  // namespace gradflow

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "examples/common/args.h"
-#include "nn/checkpoint.h"
+#include "nn/io/checkpoint.h"
 #include "nn/models.h"
-#include "nn/schedule.h"
+#include "nn/optim/schedule.h"
 
 namespace gradflow::examples {
 

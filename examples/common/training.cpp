@@ -12,7 +12,7 @@
 #include "autograd/data_parallel.h"
 #include "examples/common/csv_log.h"
 #include "examples/common/progress.h"
-#include "nn/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace gradflow::examples {
 namespace {

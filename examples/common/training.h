@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "examples/common/run_flags.h"
-#include "nn/checkpoint.h"
+#include "nn/io/checkpoint.h"
 #include "nn/module.h"
-#include "nn/optim.h"
-#include "nn/schedule.h"
+#include "nn/optim/optim.h"
+#include "nn/optim/schedule.h"
 
 namespace gradflow::examples {
 

@@ -4,7 +4,7 @@
 
 #include "examples/common/csv_log.h"
 #include "examples/study/report.h"
-#include "nn/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace gradflow::study {
 

@@ -9,7 +9,7 @@
 //   reverse  an encoder-decoder outputs its input backwards: each output
 //            position must find one input position (by position).
 //   recall   a two-layer decoder reads key-value pairs, then answers queries
-//            for the values of some keys (nn/recall_task.h): attention must
+//            for the values of some keys (nn/data/recall_task.h): attention must
 //            be sharp and driven by content.
 #include <algorithm>
 #include <chrono>
@@ -22,9 +22,9 @@
 #include "examples/study/study.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim.h"
-#include "nn/recall_task.h"
-#include "nn/toy_tasks.h"
+#include "nn/optim/optim.h"
+#include "nn/data/recall_task.h"
+#include "nn/data/toy_tasks.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {

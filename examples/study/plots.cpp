@@ -8,7 +8,7 @@
 #include "examples/common/svg_plot.h"
 #include "examples/study/report.h"
 #include "examples/study/summary.h"
-#include "nn/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace gradflow::study {
 

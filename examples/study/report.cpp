@@ -11,7 +11,7 @@
 
 #include "examples/study/summary.h"
 #include "examples/study/verdicts.h"
-#include "nn/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace gradflow::study {
 

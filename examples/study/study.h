@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "nn/attention.h"
-#include "nn/recall_task.h"
+#include "nn/data/recall_task.h"
 
 namespace gradflow::study {
 
@@ -87,7 +87,7 @@ std::vector<InitRow> run_part_a(const PartAOptions& options, const ProgressFn& p
 // ---- Part B: in training --------------------------------------------------------
 // The tasks: "reverse" (an encoder-decoder outputs its input backwards) and
 // "recall" (a decoder-only model answers queries about key-value pairs it
-// has read: nn/recall_task.h).
+// has read: nn/data/recall_task.h).
 struct TaskSetup {
   std::string task;
   int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "tensor/creation.h"
 
 namespace gradflow {
@@ -76,7 +76,7 @@ class InspectCheckpointTest : public ::testing::Test {
     EXPECT_EQ(r.out, "");
   }
 
-  nn::NamedTensors sample_tensors() const {
+  NamedTensors sample_tensors() const {
     return {{"encoder.layers.0.q_proj.weight", zeros({64, 32})},
             {"encoder.layers.0.q_proj.bias", zeros({64})},
             {"step_ids", arange(5, DType::Int64)},

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "nn/safetensors.h"
+#include "nn/io/safetensors.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {

@@ -13,8 +13,8 @@
 
 #include "autograd/ops.h"
 #include "nn/loss.h"
-#include "nn/optim.h"
-#include "nn/toy_tasks.h"
+#include "nn/optim/optim.h"
+#include "nn/data/toy_tasks.h"
 #include "tensor/creation.h"
 #include "tests/tensor/threads_for.h"
 

@@ -1,0 +1,174 @@
+// The LayerNorm kernels of tensor/kernels/norm.h. A row of C values is read two or
+// three times while it sits in cache and written once, where the composed
+// LayerNorm made nine passes over the whole tensor and nine tensors.
+#include "tensor/kernels/norm.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "tensor/creation.h"
+#include "tensor/kernels/lanes.h"
+#include "tensor/parallel.h"
+
+namespace gradflow {
+
+namespace {
+
+// About 16K elements per parallel chunk: below that, handing work to the
+// pool costs more than it saves.
+constexpr int64_t kChunkElements = 16384;
+
+// The backward's column sums (dweight, dbias) are cut into this many groups
+// of consecutive rows. Each group sums its rows into a partial row of its
+// own, and the partial rows are added in group order. The cut is fixed, not
+// taken from the thread count, so the sums have the same bits at any count;
+// 16 groups keep up to 16 threads busy for 2 * 16 * C doubles of partials.
+constexpr int64_t kGroups = 16;
+
+void check_param(const Tensor& p, const Tensor& x, const char* what) {
+  if (!p.defined()) return;
+  if (p.ndim() != 1 || p.shape()[0] != x.shape().back())
+    fail("layer_norm: expected ", what, " (", x.shape().back(), ") for input ",
+         shape_str(x.shape()), ", got ", shape_str(p.shape()));
+  if (p.dtype() != x.dtype())
+    fail("layer_norm: ", what, " is ", dtype_name(p.dtype()), " but the input is ",
+         dtype_name(x.dtype()));
+}
+
+// Rows of a (..., C) shape: every axis but the last.
+int64_t rows_of(const Shape& shape) { return numel_of(Shape(shape.begin(), shape.end() - 1)); }
+
+}  // namespace
+
+LayerNormForward layer_norm_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                    double eps) {
+  if (!input.defined() || input.ndim() == 0)
+    fail("layer_norm: expected an input (..., C), got ",
+         input.defined() ? shape_str(input.shape()) : "an undefined tensor");
+  check_param(weight, input, "weight");
+  check_param(bias, input, "bias");
+  const Tensor x = input.contiguous();
+  const DType dtype = x.dtype();
+  const int64_t c = x.shape().back(), rows = rows_of(x.shape());
+  // A missing weight or bias costs one multiply or add by 1 or 0 per element,
+  // in exchange for one loop instead of four.
+  const Tensor w = weight.defined() ? weight.contiguous() : ones({c}, dtype);
+  const Tensor b = bias.defined() ? bias.contiguous() : zeros({c}, dtype);
+  LayerNormForward out{Tensor::empty(x.shape(), dtype), Tensor::empty({rows}, dtype),
+                       Tensor::empty({rows}, dtype)};
+  visit_float(dtype, "layer_norm", [&](auto zero) {
+    using T = decltype(zero);
+    const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
+    T *py = out.y.data<T>(), *pmean = out.mean.data<T>(), *prstd = out.rstd.data<T>();
+    // Shape: x and y are (R, C), weight and bias (C), mean and rstd (R).
+    parallel_for(rows, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(c, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r) {
+                     const T* xr = px + r * c;
+                     T* yr = py + r * c;
+                     const T m = static_cast<T>(
+                         lane_sum(c, [&](int64_t i) { return static_cast<double>(xr[i]); }) / c);
+                     // The variance of the centred values, not mean(x^2) - mean^2:
+                     // for 256 copies of 1234.0 that difference of two large
+                     // numbers is rounding noise, while every centred term is 0.
+                     // Centred in T, exactly as the output below is.
+                     const double var = lane_sum(c,
+                                                 [&](int64_t i) {
+                                                   const double d = xr[i] - m;
+                                                   return d * d;
+                                                 }) /
+                                        c;
+                     const T rs = static_cast<T>(1.0 / std::sqrt(var + eps));
+                     for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - m) * rs * pw[i] + pb[i];
+                     pmean[r] = m;
+                     prstd[r] = rs;
+                   }
+                 });
+  });
+  return out;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& mean,
+                                   const Tensor& rstd, const Tensor& weight, bool need_dx,
+                                   bool need_dweight, bool need_dbias) {
+  if (grad.shape() != input.shape() || grad.dtype() != input.dtype())
+    fail("layer_norm_backward: gradient ", shape_str(grad.shape()), " ", dtype_name(grad.dtype()),
+         " for an input ", shape_str(input.shape()), " ", dtype_name(input.dtype()));
+  check_param(weight, input, "weight");
+  const Tensor x = input.contiguous(), dy = grad.contiguous();
+  const DType dtype = x.dtype();
+  const int64_t c = x.shape().back(), rows = rows_of(x.shape());
+  assert(mean.numel() == rows && rstd.numel() == rows && mean.is_contiguous());
+  const Tensor w = weight.defined() ? weight.contiguous() : ones({c}, dtype);
+  LayerNormGrads out;
+  if (need_dx) out.dx = Tensor::empty(x.shape(), dtype);
+  const bool need_columns = need_dweight || need_dbias;
+  const int64_t groups = std::min(kGroups, rows);
+  // partial[0][g] and partial[1][g]: group g's sums of dy * xhat and of dy.
+  Tensor partial = need_columns ? Tensor::empty({2, groups, c}, DType::Float64) : Tensor();
+  visit_float(dtype, "layer_norm_backward", [&](auto zero) {
+    using T = decltype(zero);
+    const T *px = x.data<T>(), *pdy = dy.data<T>(), *pw = w.data<T>();
+    const T *pmean = mean.data<T>(), *prstd = rstd.data<T>();
+    T* pdx = need_dx ? out.dx.data<T>() : nullptr;
+    double* part = need_columns ? partial.data<double>() : nullptr;
+    const int64_t per_group = rows * c / std::max<int64_t>(groups, 1);
+    // Shape: x, dy and dx are (R, C), weight (C), mean and rstd (R); partial
+    // is (2, groups, C).
+    parallel_for(
+        groups, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(per_group, 1)),
+        [&](int64_t first, int64_t last) {
+          for (int64_t g = first; g < last; ++g) {
+            double* sum_dw = part ? part + g * c : nullptr;
+            double* sum_db = part ? part + (groups + g) * c : nullptr;
+            if (part) {
+              std::fill(sum_dw, sum_dw + c, 0.0);
+              std::fill(sum_db, sum_db + c, 0.0);
+            }
+            for (int64_t r = g * rows / groups; r < (g + 1) * rows / groups; ++r) {
+              const T *xr = px + r * c, *gr = pdy + r * c;
+              const T m = pmean[r], rs = prstd[r];
+              if (pdx) {
+                // mean(g) and mean(g * xhat) with g = dy * w: what the normalisation
+                // takes back out of dy, through the mean and through the variance.
+                const double sum_g =
+                    lane_sum(c, [&](int64_t i) { return static_cast<double>(gr[i] * pw[i]); });
+                const double sum_gx = lane_sum(c, [&](int64_t i) {
+                  return static_cast<double>(gr[i] * pw[i]) * static_cast<double>((xr[i] - m) * rs);
+                });
+                const T mean_g = static_cast<T>(sum_g / c), mean_gx = static_cast<T>(sum_gx / c);
+                T* dxr = pdx + r * c;
+                for (int64_t i = 0; i < c; ++i) {
+                  const T xhat = (xr[i] - m) * rs;
+                  dxr[i] = rs * (gr[i] * pw[i] - mean_g - xhat * mean_gx);
+                }
+              }
+              if (part) {
+                for (int64_t i = 0; i < c; ++i) {
+                  const T xhat = (xr[i] - m) * rs;
+                  sum_dw[i] += static_cast<double>(gr[i]) * static_cast<double>(xhat);
+                  sum_db[i] += static_cast<double>(gr[i]);
+                }
+              }
+            }
+          }
+        });
+    // The groups' partial rows, added in group order.
+    auto column_sums = [&](int64_t which) {
+      Tensor total = Tensor::empty({c}, dtype);
+      T* pt = total.data<T>();
+      for (int64_t i = 0; i < c; ++i) {
+        double s = 0;
+        for (int64_t g = 0; g < groups; ++g) s += part[(which * groups + g) * c + i];
+        pt[i] = static_cast<T>(s);
+      }
+      return total;
+    };
+    if (need_dweight) out.dweight = column_sums(0);
+    if (need_dbias) out.dbias = column_sums(1);
+  });
+  return out;
+}
+
+}  // namespace gradflow
