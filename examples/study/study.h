@@ -148,7 +148,13 @@ struct FinalRow {
   double loss_auc = 0;       // mean held-out loss over training (area / steps)
   double seq_accuracy = -1;  // reverse: whole sequences right by greedy decoding
   int64_t spikes = 0;
-  double max_logit = 0;  // largest |logit| over the run
+  double max_logit = 0;     // largest |logit| over the run
+  double initial_loss = 0;  // the first training batch's
+  double min_entropy = 0;   // the lowest entropy_norm of any layer at any evaluation
+  // The std of the unscaled q.k over the visible (query, key) pairs of a
+  // held-out batch, averaged over the attention layers: at initialisation
+  // and after training.
+  double qk_std_init = 0, qk_std = 0;
   // The smallest W_Q / W_V gradient ratio among the attention layers,
   // averaged over the last 10% of evaluations: a vanishing Q gradient in
   // any layer shows here.
