@@ -272,6 +272,7 @@ void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_l
     if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
     f.max_logit = std::max(f.max_logit, r.max_logit);
     f.min_entropy = std::min(f.min_entropy, r.entropy_norm);
+    if (f.collapse_step < 0 && r.entropy_norm < kCollapsedEntropy) f.collapse_step = r.step;
   }
   double ratio = 0;
   size_t counted = 0;
@@ -286,6 +287,7 @@ void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_l
     // pass kSpikeFloor.
     if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
     ++f.spikes;
+    if (f.first_spike_step < 0) f.first_spike_step = static_cast<int64_t>(step);
     if (row < c.size()) out.curves[row].spike = true;
   }
 }
