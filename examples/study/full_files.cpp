@@ -124,6 +124,29 @@ std::vector<PlotFile> write_full_plots(const std::string& dir, const FullResults
                 "mean over seeds with its 95% interval.");
     }
   }
+  if (!full.sweep.empty()) {
+    // A scatter: each run a dot (a NaN between points leaves each alone).
+    plot::Figure f = figure("Entropy collapse and loss spikes", "lowest entropy_norm in the run",
+                            false, "loss spikes (+1; diverged runs at the top)", true);
+    int64_t most = 1;
+    for (const FinalRow& r : full.sweep) most = std::max(most, r.spikes + 1);
+    for (const std::string& mode : study_modes()) {
+      plot::Series s{.label = mode, .markers = true};
+      for (const FinalRow& r : full.sweep) {
+        if (r.run.mode != mode) continue;
+        s.x.insert(s.x.end(), {r.min_entropy, NAN});
+        s.y.insert(s.y.end(), {r.diverged ? 2.0 * static_cast<double>(most)
+                                          : static_cast<double>(r.spikes + 1),
+                               NAN});
+      }
+      f.series.push_back(s);
+    }
+    write("entropy_collapse.svg", plot::render_svg(f),
+          "Each run of Part C as a dot: the lowest attention entropy it reached (x) against its "
+          "number of loss spikes plus one (y, log; diverged runs drawn at the top). Collapsed "
+          "runs (x below " +
+              std::to_string(kCollapsedEntropy).substr(0, 3) + ") should spike more often (C12).");
+  }
   if (!full.width.empty()) {
     std::vector<plot::Figure> panels;
     for (const std::string& p : parametrizations()) {
