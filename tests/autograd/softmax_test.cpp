@@ -200,51 +200,5 @@ TEST(ScaledMaskedSoftmax, RejectsAMaskThatDoesNotBroadcast) {
   EXPECT_NO_THROW(scaled_masked_softmax(x, 1.0, zeros({3, 1})));  // repeated along S
 }
 
-// ---- fused_attention --------------------------------------------------------
-
-// The same values and gradients (at q, k and v) as the three ops it fuses,
-// under every mask, with S != T as in cross-attention; and a gradcheck.
-TEST(FusedAttention, MatchesComposedAndGradchecks) {
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    const double tol = dtype == DType::Float32 ? 1e-5 : 1e-12;
-    const Tensor q = dense({B, H, T, 6}).to(dtype), k = dense({B, H, S, 6}).to(dtype),
-                 v = dense({B, H, S, 7}).to(dtype), r = dense({B, H, T, 7}).to(dtype);
-    for (const auto& [name, mask] : attention_masks()) {
-      const std::string what = std::string(dtype_name(dtype)) + " " + name;
-      auto run = [&](bool fused) {
-        Variable vq(q, true), vk(k, true), vv(v, true);
-        Variable out =
-            fused
-                ? fused_attention(vq, vk, vv, 0.41, mask)
-                : matmul(scaled_masked_softmax(matmul(vq, transpose(vk, -1, -2)), 0.41, mask), vv);
-        sum(out * Variable(r)).backward();
-        return std::vector<Tensor>{out.data(), vq.grad(), vk.grad(), vv.grad()};
-      };
-      const std::vector<Tensor> got = run(true), want = run(false);
-      for (size_t i = 0; i < got.size(); ++i)
-        expect_close(got[i], want[i], tol, what + " output/dq/dk/dv " + std::to_string(i));
-    }
-  }
-  const Tensor causal = attention_masks()[1].second;
-  EXPECT_GRADCHECK([&](const Vars& v) { return fused_attention(v[0], v[1], v[2], 0.7, causal); },
-                   {dense({2, T, 3}), transposed({2, S, 3}), dense({2, S, 2})});
-}
-
-// Heads as MultiHeadAttention makes them, views of (B, T, H * D) projections,
-// and batch axes that broadcast (one k and v for every head).
-TEST(FusedAttention, GradchecksOnSplitHeadsAndBroadcastBatches) {
-  const Tensor causal = attention_masks()[1].second;
-  auto split = [](const Variable& x, int64_t d) {
-    return transpose(reshape(x, {2, x.shape()[1], 2, d}), 1, 2);
-  };
-  EXPECT_GRADCHECK(
-      [&](const Vars& v) {
-        return fused_attention(split(v[0], 3), split(v[1], 3), split(v[2], 2), 0.7, causal);
-      },
-      {dense({2, T, 6}), dense({2, S, 6}), dense({2, S, 4})});
-  EXPECT_GRADCHECK([&](const Vars& v) { return fused_attention(v[0], v[1], v[2], 0.7, Tensor()); },
-                   {dense({2, 2, T, 3}), dense({2, 1, S, 3}), dense({S, 2})});
-}
-
 }  // namespace
 }  // namespace gradflow
