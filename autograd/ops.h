@@ -57,11 +57,6 @@ MaxVariable max(const Variable& x, int64_t axis, bool keepdim = false);
 // ---- softmax.cpp: along one axis, numerically stable ---------------------
 Variable softmax(const Variable& x, int64_t axis);      // dx = y (g - sum(g y))
 Variable log_softmax(const Variable& x, int64_t axis);  // dx = g - softmax(x) sum(g)
-// softmax(scale * scores, masked entries -inf) along the last axis in one
-// kernel: attention's scale, mask and softmax fused. `mask` (any dtype, 1 =
-// hidden) is undefined or broadcasts to scores' shape; a fully masked row
-// gives zeros. dscores = scale y (g - sum(g y)), 0 at masked entries.
-Variable scaled_masked_softmax(const Variable& scores, double scale, const Tensor& mask);
 
 // ---- norm.cpp: LayerNorm over the last axis, fused ------------------------
 // (x - mean) / sqrt(var + eps) * weight + bias over the last axis, var the
