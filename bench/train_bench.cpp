@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "autograd/data_parallel.h"
+#include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -114,6 +115,10 @@ int run(int argc, char** argv) {
   args.add_choice("--parallel", &parallel, {"batch", "ops"},
                   "how threads share a step: batch runs parts of the batch at once, one per "
                   "thread (autograd/data_parallel.h); ops cuts every kernel over the threads");
+  bool reference = false;
+  args.add_flag("--reference", &reference,
+                "run every fused op as its composed reference (autograd/reference.h), to see "
+                "what the fused kernels save");
   bool memory = false;
   args.add_flag("--memory", &memory,
                 "also print, on stderr, the tensor memory: peak held at once and cached");
@@ -130,6 +135,7 @@ int run(int argc, char** argv) {
     if (args.seen(name)) w.*field = given.*field;
 
   set_num_threads(threads);
+  set_reference_ops(reference);
   nn::ModelConfig config;
   config.vocab = w.vocab;
   config.d_model = w.d_model;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/study/report.h"
@@ -93,6 +94,10 @@ int run(int argc, char** argv) {
   args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 32)")
       .min(0)
       .max(4096);
+  bool reference = false;
+  args.add_flag("--reference", &reference,
+                "run every fused op as its composed reference (autograd/reference.h): slower, "
+                "the same results up to rounding");
   std::string parts = "A,B,D";
   args.add("--parts", &parts, "which parts to run, comma-separated: A, B, D");
   args.parse(argc, argv);
@@ -150,6 +155,8 @@ int run(int argc, char** argv) {
   }
   if (full) info.part_a.layer_rows = 8192, info.depth.draws = 32;
   set_num_threads(1);  // parallelism comes from running several jobs at once
+  // Process-wide, so the jobs' threads all see it; set before any job starts.
+  set_reference_ops(reference);
   // Unscaled attention saturates, and its gradients are then full of denormal
   // floats, which Intel cores handle several times slower (tensor/parallel.h).
   set_flush_denormals(true);

@@ -91,6 +91,8 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     // take the composed path below.
     return fused_attention(q, k, v, fixed_scale, mask);
   }
+  // The composition of fused_attention_reference, keeping the logits and
+  // weights for the probe and taking the scale as a Variable when learned.
   // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
   Variable scores = matmul(q, transpose(k, -1, -2));
   Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;

@@ -40,7 +40,8 @@ struct ScaleMode {
 // gradient hook registered on them before backward sees the gradient at the
 // scores. Recording them changes the result only by rounding: with a probe
 // (or a learned scale) the weights come from the composed mul, masked_fill
-// and softmax, without one from the fused scaled_masked_softmax.
+// and softmax, without one from the fused attention kernel (fused_attention,
+// or with reference_ops() on its composed reference, autograd/reference.h).
 struct AttentionProbe {
   Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
   Variable weights;  // softmax output, (B, H, T, S)

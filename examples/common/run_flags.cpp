@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "autograd/reference.h"
 #include "tensor/parallel.h"
 
 namespace gradflow::examples {
@@ -77,6 +78,11 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
       .min(0);
   args.add_flag("--stop-on-nan", &f.stop_on_nan,
                 "stop at a non-finite loss or gradient instead of skipping the step");
+  // How to run, not what: the same run either way up to rounding, so a
+  // checkpoint does not keep it and a resume may change it.
+  args.add_flag("--reference", &f.reference,
+                "run every fused op (linear, layer norm, attention, cross-entropy, AdamW) as its "
+                "composed reference: slower, for checking");
   args.add("--out", &f.out, "output directory (when resuming: the --resume DIR)").metavar("DIR");
   args.add("--resume", &f.resume, "continue the run whose checkpoint is in DIR (empty: none)")
       .metavar("DIR");
@@ -115,6 +121,7 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
                      " must be divisible by --heads " + std::to_string(flags.heads) +
                      " (or set --head-dim)");
   set_num_threads(flags.threads);
+  set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
   // times over for a difference below 1e-38 (tensor/parallel.h).
   set_flush_denormals(true);

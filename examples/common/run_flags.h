@@ -64,6 +64,7 @@ struct CommonFlags {
   int64_t seed = 0;
   int threads = 1;
   bool stop_on_nan = false;
+  bool reference = false;  // run every fused op's composed reference (autograd/reference.h)
   std::string out = "runs/out", resume = "";
 };
 
@@ -72,8 +73,8 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run_flags, CommonFlags& fl
 // After args.parse: with --resume DIR, reads DIR/checkpoint.safetensors and
 // restores the run flags from it (checking it is a checkpoint of `program`),
 // and --out, unless given, becomes DIR; checks the model sizes; sets the
-// BLAS threads. Returns the checkpoint's metadata, empty for a fresh run.
-// Throws UsageError.
+// BLAS threads and, with --reference, the reference path. Returns the checkpoint's metadata, empty
+// for a fresh run. Throws UsageError.
 nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
                        char** argv, RunFlags& run_flags, CommonFlags& flags);
 

@@ -29,7 +29,7 @@ TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
     for (const char* flag :
          {"--seed", "--threads", "--steps", "--lr", "--scale", "--d-model", "--heads", "--layers",
           "--d-ff", "--batch", "--schedule", "--warmup", "--clip", "--eval-every", "--save-every",
-          "--out", "--resume", "--stop-on-nan"})
+          "--out", "--resume", "--stop-on-nan", "--reference"})
       EXPECT_NE(r.out.find(flag), std::string::npos) << program << " lacks " << flag;
   }
   EXPECT_NE(run(kSeq2seq, {"-h"}).out.find("--task"), std::string::npos);

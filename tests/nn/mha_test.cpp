@@ -1,12 +1,12 @@
 // MultiHeadAttention: parameter names per scale mode, shape errors, values
-// against hand projections plus the naive attention, gradient checks of a
+// against hand projections plus the composed reference attention
+// (fused_attention_reference), gradient checks of a
 // tiny float64 layer, the probe, and KV-cache equivalence.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "nn/attention.h"
-#include "tests/nn/attention_reference.h"
 #include "tests/nn/nn_check.h"
 
 namespace gradflow::nn {
@@ -60,7 +60,10 @@ std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, 
     k = norm_heads(k, *mha.k_norm);
   }
   double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
-  std::vector<double> heads = naive_attention(q, k, v, mask, scale).out;  // (B, H, T, D)
+  std::vector<double> heads =  // (B, H, T, D)
+      fused_attention_reference(Variable(q), Variable(k), Variable(v), scale, mask)
+          .data()
+          .to_vector();
   Tensor merged = from_vector(heads, {b, h, t, mha.d_k()}, DType::Float64)
                       .permute({0, 2, 1, 3})
                       .reshape({b, t, c});
