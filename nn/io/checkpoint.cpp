@@ -160,7 +160,8 @@ void save_weights(const std::string& path, const Module& model, const Metadata& 
 }
 
 void load_weights(const std::string& path, Module& model) {
-  model.load_state_dict(load_safetensors(path).tensors);
+  model.load_state_dict(
+      load_safetensors(path, kMaxSafetensorsFileBytes, HalfPrecision::kToFloat32).tensors);
 }
 
 }  // namespace gradflow::nn

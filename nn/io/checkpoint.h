@@ -67,6 +67,9 @@ CheckpointContents load_checkpoint(
 Metadata read_checkpoint_metadata(const std::string& path);
 
 // Weights only, for model.safetensors: parameter names as in state_dict().
+// load_weights also takes F16 and BF16 tensors (a half-precision export from
+// another framework), widened exactly to float32; load_state_dict then
+// converts to the parameters' dtype as it does for F64.
 void save_weights(const std::string& path, const Module& model, const Metadata& metadata = {});
 void load_weights(const std::string& path, Module& model);
 
