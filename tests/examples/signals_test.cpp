@@ -1,5 +1,6 @@
 // The stop signals (examples/common/signals.h): what the guard records and
-// restores.
+// restores, and the study as a scheduler, `timeout` or `kill` stops it: it
+// stops its jobs promptly.
 #include "examples/common/signals.h"
 
 #include <gtest/gtest.h>
@@ -13,9 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
 namespace {
+
+namespace fs = std::filesystem;
 
 TEST(StopSignals, RecordTheFirstSignalAndRestoreTheDispositions) {
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, SIG_DFL);
@@ -64,6 +68,34 @@ TEST(StopSignals, ASecondSignalEndsTheProcessAtOnce) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status)) << "exit code " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+using SignalsTest = ProgramTest;
+
+// The study has no checkpoint: a signal stops its jobs within a step (runs
+// poll it), it writes nothing (a partial report would read as a finished
+// study), says so in one line and exits with 128 + the signal.
+TEST_F(SignalsTest, TheStudyStopsPromptlyAndWritesNothing) {
+  const std::string out = path("study");
+  const pid_t pid = spawn(kScalingStudy,
+                          {"--parts", "B", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                           "inv_sqrt_dk,none", "--seeds", "2", "--steps", "1000000", "--out", out});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // its runs are under way
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  Result r = wait(pid);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.code, 143) << r.err;
+  EXPECT_EQ(r.killed_by, 0);
+  EXPECT_LT(seconds, 10);
+  EXPECT_NE(r.err.find("scaling_study: interrupted by SIGTERM in Part B (0 of 4 done); nothing "
+                       "written to " +
+                       out + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out + "/report.md"));
+  EXPECT_FALSE(fs::exists(out + "/final_metrics.csv"));
 }
 
 }  // namespace
