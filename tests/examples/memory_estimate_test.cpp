@@ -1,5 +1,7 @@
-// The memory estimate: its parameter count is the models' own, and what
-// does not fit is refused in one line.
+// The memory estimate the programs check before allocating: its parameter
+// count is the models' own, it stays within [1x, 2x] of the peak resident
+// memory the programs reach, and sizes that cannot fit are refused in one
+// line before any memory is taken.
 #include "examples/common/memory_estimate.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 
 #include "examples/common/args.h"
 #include "nn/models.h"
+#include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
 namespace {
@@ -74,6 +77,82 @@ TEST(MemoryEstimate, RefusesWhatDoesNotFitInOneLine) {
   EXPECT_GT(examples::available_memory_bytes(), uint64_t{1} << 20);  // Linux: /proc/meminfo
   EXPECT_EQ(examples::format_bytes(1536.0 * (1 << 20)), "1.5 GiB");
   EXPECT_EQ(examples::format_bytes(320.0 * (1 << 20)), "320 MiB");
+}
+
+using MemoryEstimateProgramTest = ProgramTest;
+
+// The estimate against the peak resident memory of 3-step runs (a save
+// included) whose tensors dominate the program's own memory.
+TEST_F(MemoryEstimateProgramTest, EstimateIsWithinTwiceThePeakResidentMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory and quarantine inflate the resident memory";
+#endif
+  struct Case {
+    std::string program;
+    std::vector<std::string> args;
+    TrainingShape shape;
+  };
+  const std::vector<Case> cases = {
+      {kCharlm,
+       {"--d-model", "256", "--layers", "4", "--d-ff", "1024", "--context", "128", "--batch", "16",
+        "--sample-tokens", "0"},
+       {.kind = ModelKind::kDecoder,
+        .config = config(51, 256, 4, 4, 1024, 128),
+        .batch = 16,
+        .tgt_len = 128}},
+      {kSeq2seq,
+       {"--d-model", "256", "--layers", "4", "--d-ff", "1024", "--batch", "128", "--show", "0"},
+       {.kind = ModelKind::kEncoderDecoder,
+        .config = config(13, 256, 4, 4, 1024, 9),
+        .batch = 128,
+        .src_len = 9,
+        .tgt_len = 9}},
+      {kClassify,
+       {"--d-model", "128", "--heads", "4", "--d-ff", "512", "--batch", "256", "--max-len", "64",
+        "--show", "0"},
+       {.kind = ModelKind::kEncoder,
+        .config = config(9, 128, 4, 2, 512, 64),
+        .batch = 256,
+        .src_len = 64,
+        .classes = 2}},
+      {kRecall,
+       {"--d-model", "256", "--batch", "256", "--show", "0"},
+       {.kind = ModelKind::kDecoder,
+        .config = config(67, 256, 2, 2, 128, 33),
+        .batch = 256,
+        .tgt_len = 33}}};
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), {"--steps", "3", "--eval-every", "0", "--out", path("run")});
+    Result r = run(c.program, args, {"--overwrite"});
+    ASSERT_EQ(r.code, 0) << c.program << "\n" << r.err;
+    const double estimate = examples::estimate_training_memory(c.shape).total_bytes;
+    const double measured = 1024.0 * static_cast<double>(r.max_rss_kb);
+    EXPECT_GE(estimate, measured) << c.program;
+    EXPECT_LE(estimate, 2 * measured) << c.program;
+    std::printf("%s: estimate %.0f MB, peak resident %.0f MB\n", c.program.c_str(), estimate / 1e6,
+                measured / 1e6);
+  }
+}
+
+// Sizes no machine here can hold: one line, exit code 2, before the memory
+// is taken (the process stays small).
+TEST_F(MemoryEstimateProgramTest, SizesThatCannotFitAreRefusedBeforeAllocating) {
+  for (const auto& program : {kSeq2seq, kCharlm, kClassify, kRecall, kTrainBench}) {
+    for (const std::vector<std::string>& sizes : {std::vector<std::string>{"--d-model", "65536"},
+                                                  {"--d-ff", "100000000"},
+                                                  {"--batch", "10000000"}}) {
+      std::vector<std::string> args = sizes;
+      if (program != kTrainBench) args.insert(args.end(), {"--out", path("run")});
+      const std::string cmd = program + " " + sizes[0] + " " + sizes[1];
+      Result r = run(program, args);
+      EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+      EXPECT_EQ(lines(r.err), 1u) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find("need about"), std::string::npos) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find("available"), std::string::npos) << cmd << "\n" << r.err;
+      EXPECT_LT(r.max_rss_kb, 512 * 1024) << cmd;
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The stop signals (examples/common/signals.h): what the guard records and
-// restores, and the study as a scheduler, `timeout` or `kill` stops it: it
-// stops its jobs promptly.
+// restores, and the programs as a scheduler, `timeout`, `kill` or a closed
+// terminal stops them: SIGTERM and SIGHUP save a checkpoint that resumes,
+// as Ctrl-C does, and the study stops its jobs promptly.
 #include "examples/common/signals.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +72,41 @@ TEST(StopSignals, ASecondSignalEndsTheProcessAtOnce) {
 }
 
 using SignalsTest = ProgramTest;
+
+// Each training program, stopped by SIGTERM and by SIGHUP once training is
+// under way: it ends the step, saves, says so in one line, exits with
+// 128 + the signal, and the run resumes from the checkpoint.
+TEST_F(SignalsTest, SigtermAndSighupSaveACheckpointThatResumes) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
+      {kSeq2seq, {"--max-len", "4", "--eval-examples", "16", "--show", "0"}},
+      {kCharlm, {"--corpus-chars", "3000", "--context", "16", "--sample-tokens", "0"}},
+      {kClassify, {"--max-len", "6", "--eval-examples", "32", "--show", "0"}},
+      {kRecall, {"--keys", "8", "--pairs", "3", "--eval-examples", "16", "--show", "0"}}};
+  for (const auto& [program, extra] : programs) {
+    for (const auto& [signal, name] : {std::pair{SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}}) {
+      const std::string out = path(fs::path(program).filename().string() + name);
+      SCOPED_TRACE(out);
+      std::vector<std::string> args = {"--steps",      "100000", "--eval-every", "0",
+                                       "--save-every", "0",      "--out",        out};
+      args.insert(args.end(), kTiny.begin(), kTiny.end());
+      args.insert(args.end(), extra.begin(), extra.end());
+      const pid_t pid = spawn(program, args);
+      wait_for_rows(out + "/log.csv", 2);
+      ::kill(pid, signal);
+      Result r = wait(pid);
+      EXPECT_EQ(r.code, 128 + signal) << r.err;
+      EXPECT_EQ(r.killed_by, 0) << "it died instead of stopping";
+      EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(std::string("(") + name + "); checkpoint saved"), std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("--resume " + out), std::string::npos) << r.err;
+      const size_t rows = lines(read(out + "/log.csv")) - 1;
+      Result more = run(program, {"--resume", out, "--steps", std::to_string(rows + 2)}, extra);
+      EXPECT_EQ(more.code, 0) << more.err;
+      EXPECT_EQ(lines(read(out + "/log.csv")) - 1, rows + 2);
+    }
+  }
+}
 
 // The study has no checkpoint: a signal stops its jobs within a step (runs
 // poll it), it writes nothing (a partial report would read as a finished
