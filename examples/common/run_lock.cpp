@@ -61,6 +61,10 @@ RunLock::RunLock(const std::string& dir) : path_((fs::path(dir) / "run.lock").st
   do {
     rc = ::flock(fd_, LOCK_EX | LOCK_NB);
   } while (rc != 0 && errno == EINTR);
+  if (rc != 0 && (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS)) {
+    unsupported_ = true;  // a filesystem without locks (some FUSE and SMB mounts)
+    return;
+  }
   if (rc != 0) {
     const int err = errno;
     const std::string pid = err == EWOULDBLOCK ? holder_pid(fd_) : "";
@@ -80,7 +84,8 @@ RunLock::RunLock(const std::string& dir) : path_((fs::path(dir) / "run.lock").st
   }
 }
 
-RunLock::RunLock(RunLock&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+RunLock::RunLock(RunLock&& other) noexcept
+    : path_(std::move(other.path_)), fd_(other.fd_), unsupported_(other.unsupported_) {
   other.fd_ = -1;
 }
 
@@ -96,9 +101,15 @@ RunLock claim_run_dir(const std::string& out, const std::string& resume_dir, boo
     throw UsageError("--out " + out + ": cannot create the directory" +
                      (ec ? ": " + ec.message() : ""));
   RunLock lock(out);
+  if (lock.unsupported()) {
+    // Refusing would make the folder unusable; without the lock nothing
+    // else here is safe from a second run either, so nothing is removed.
+    err << "warning: " << lock.path() << " cannot be locked on this filesystem: a second run in "
+        << out << " at once would not be stopped\n";
+  }
 
   RemovedFiles stale;
-  for (const std::string& file : run_files()) {
+  for (const std::string& file : lock.unsupported() ? std::vector<std::string>{} : run_files()) {
     const RemovedFiles r = remove_stale_temp_files((fs::path(out) / file).string());
     stale.count += r.count;
     stale.bytes += r.bytes;

@@ -6,6 +6,9 @@
 // the file stays (removing it would let two runs lock two different files)
 // and holds the pid of its last holder, to name it to a second run.
 //
+// On a filesystem without locks the run goes on with a warning (refusing
+// would make the folder unusable) and removes no temporaries.
+//
 // claim_run_dir takes the lock and then, safe from any other run:
 //   - refuses a fresh run in a folder that already holds one (log.csv,
 //     checkpoint.safetensors or model.safetensors) unless `overwrite`, which
@@ -37,10 +40,14 @@ class RunLock {
   RunLock& operator=(const RunLock&) = delete;
 
   const std::string& path() const { return path_; }
+  // The filesystem has no locks (flock fails with ENOLCK, EOPNOTSUPP or
+  // ENOSYS, as on some FUSE and SMB mounts): nothing is held.
+  bool unsupported() const { return unsupported_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  bool unsupported_ = false;
 };
 
 // Creates `out` if needed, locks it and prepares it as above. `resume_dir`
