@@ -115,6 +115,11 @@ int run(int argc, char** argv) {
   const nn::ModelConfig config = resumed.empty()
                                      ? model_config(flags, task.symbols + 1, task.max_len)
                                      : config_from_metadata(resumed);
+  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kEncoder,
+                                                .config = config,
+                                                .batch = flags.batch,
+                                                .src_len = task.max_len,
+                                                .classes = 2});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::EncoderClassifier model(config, 2, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);

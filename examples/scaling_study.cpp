@@ -14,6 +14,8 @@
 #include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_lock.h"
+#include "examples/common/signals.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
 #include "examples/study/summary.h"
@@ -114,7 +116,11 @@ int run(int argc, char** argv) {
       throw cli::UsageError("--parts: unknown part '" + p + "' (expected A, B or D)");
   }
   const auto start = std::chrono::steady_clock::now();
-  std::filesystem::create_directories(out);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (!std::filesystem::is_directory(out))
+    throw cli::UsageError("--out " + out + ": cannot create the directory" +
+                          (ec ? ": " + ec.message() : ""));
   study::RunInfo info;
   info.command = command_line(argc, argv);
   info.seed = static_cast<uint64_t>(seed);
@@ -161,6 +167,11 @@ int run(int argc, char** argv) {
   // floats, which Intel cores handle several times slower (tensor/parallel.h).
   set_flush_denormals(true);
 
+  // One study per folder at a time; a stop signal ends the parts' jobs early
+  // and the study writes nothing: its report is made from every part at once,
+  // and a partial one would read as a finished study.
+  const cli::RunLock lock(out);
+  cli::StopSignals stop_signals;
   std::unique_ptr<cli::Progress> bar;
   std::vector<study::InitRow> init;
   std::vector<study::DepthRow> depth;
@@ -168,20 +179,29 @@ int run(int argc, char** argv) {
   auto seconds_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  if (run_a) {
-    const auto t = std::chrono::steady_clock::now();
-    init = study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
-    info.seconds_a = seconds_since(t);
-  }
-  if (run_d) {
-    const auto t = std::chrono::steady_clock::now();
-    depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
-    info.seconds_d = seconds_since(t);
-  }
-  if (run_b) {
-    const auto t = std::chrono::steady_clock::now();
-    training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
-    info.seconds_b = seconds_since(t);
+  try {
+    if (run_a) {
+      const auto t = std::chrono::steady_clock::now();
+      init =
+          study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
+      info.seconds_a = seconds_since(t);
+    }
+    if (run_d) {
+      const auto t = std::chrono::steady_clock::now();
+      depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
+      info.seconds_d = seconds_since(t);
+    }
+    if (run_b) {
+      const auto t = std::chrono::steady_clock::now();
+      training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
+      info.seconds_b = seconds_since(t);
+    }
+  } catch (const study::Interrupted& stopped) {
+    bar.reset();  // ends its line
+    std::fflush(stdout);
+    std::fprintf(stderr, "scaling_study: interrupted by %s; nothing written to %s\n",
+                 stopped.what(), out.c_str());
+    return cli::exit_code_for_signal(stopped.signal());
   }
   info.seconds = seconds_since(start);
   study::write_report(out, info, init, training, depth);

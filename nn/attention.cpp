@@ -22,6 +22,9 @@ ScaleMode ScaleMode::parse(const std::string& name) {
     double value = std::strtod(number.c_str(), &end);
     if (number.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
       fail("scale mode: '", name, "' needs a positive number after const:, e.g. const:0.125");
+    // Attention runs in float32: a larger scale would be infinity there.
+    if (value > std::numeric_limits<float>::max())
+      fail("scale mode: '", name, "': ", number, " does not fit in float32 (at most 3.4e38)");
     return {Constant, value};
   }
   fail("scale mode: unknown '", name,

@@ -1,6 +1,7 @@
 #include "examples/common/run_flags.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
 
@@ -47,15 +48,25 @@ void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::stri
   }
 }
 
+void check_float32(double value) {
+  if (!(std::abs(value) <= FLT_MAX))
+    throw UsageError(cli::detail::format_value(value) +
+                     " does not fit in float32, the dtype it is used in (|x| <= 3.4e38)");
+}
+
 void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
-  run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)").min(1);
+  run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)")
+      .min(1)
+      .max(nn::kMaxCheckpointStep);
   run.add("--batch", &f.batch, "examples per batch").min(1);
-  run.add("--lr", &f.lr, "peak learning rate (of every schedule)").above(0);
+  run.add("--lr", &f.lr, "peak learning rate (of every schedule)").above(0).check(check_float32);
   run.add_choice("--schedule", &f.schedule, nn::LrSchedule::names(),
                  "learning-rate schedule (cosine decays to lr/10)");
   run.add("--warmup", &f.warmup, "warmup steps of cosine and noam (at most --steps)").min(0);
-  run.add("--clip", &f.clip, "clip the gradient norm to this (0: never)").min(0);
-  run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0);
+  run.add("--clip", &f.clip, "clip the gradient norm to this (0: never)")
+      .min(0)
+      .check(check_float32);
+  run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0).check(check_float32);
   run.add("--scale", &f.scale,
           "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm")
       .metavar("MODE")
@@ -77,13 +88,19 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   args.add("--save-every", &f.save_every, "save the checkpoint every N steps (0: at the end)")
       .min(0);
   args.add_flag("--stop-on-nan", &f.stop_on_nan,
-                "stop at a non-finite loss or gradient instead of skipping the step");
+                "stop (exit code 1) at a non-finite loss or gradient instead of skipping the step");
+  args.add("--max-skipped-steps", &f.max_skipped_steps,
+           "stop (exit code 2) after this many steps in a row were skipped for non-finite "
+           "values, or when every step of a session was (0: never)")
+      .min(0);
   // How to run, not what: the same run either way up to rounding, so a
   // checkpoint does not keep it and a resume may change it.
   args.add_flag("--reference", &f.reference,
                 "run every fused op (linear, layer norm, attention, cross-entropy, AdamW) as its "
                 "composed reference: slower, for checking");
   args.add("--out", &f.out, "output directory (when resuming: the --resume DIR)").metavar("DIR");
+  args.add_flag("--overwrite", &f.overwrite,
+                "replace the run already in --out (its log and checkpoints are deleted)");
   args.add("--resume", &f.resume, "continue the run whose checkpoint is in DIR (empty: none)")
       .metavar("DIR");
 }

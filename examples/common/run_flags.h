@@ -63,7 +63,8 @@ struct CommonFlags {
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
   int64_t seed = 0;
   int threads = 1;
-  bool stop_on_nan = false;
+  bool stop_on_nan = false, overwrite = false;
+  int64_t max_skipped_steps = 100;
   bool reference = false;  // run every fused op's composed reference (autograd/reference.h)
   std::string out = "runs/out", resume = "";
 };
@@ -79,6 +80,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
                        char** argv, RunFlags& run_flags, CommonFlags& flags);
 
 std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetensors
+
+// Throws UsageError unless |value| fits in float32, the dtype a learning rate,
+// weight decay or scale is used in: 1e300 would become infinity there.
+void check_float32(double value);
 
 // The ModelConfig fields as metadata ("config.d_model" = "64", ...) and back.
 nn::Metadata config_metadata(const nn::ModelConfig& config);

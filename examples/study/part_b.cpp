@@ -20,11 +20,11 @@
 #include "examples/study/metrics.h"
 #include "examples/study/stats.h"
 #include "examples/study/study.h"
+#include "nn/data/recall_task.h"
+#include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
-#include "nn/data/recall_task.h"
-#include "nn/data/toy_tasks.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
@@ -240,6 +240,7 @@ RunOutput train_run(const RunKey& key, const TaskSetup& task, const PartBOptions
       out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
       break;
     }
+    check_stop();  // a run takes seconds: a stop signal need not wait for it
     opt.set_lr(task.lr *
                std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup)));
     Batch b = make_study_batch(task, o.batch, data);

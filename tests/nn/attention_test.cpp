@@ -209,6 +209,20 @@ TEST(ScaleMode, ParsesEveryNameAndRoundTrips) {
     EXPECT_THROW(ScaleMode::parse(bad), Error) << "'" << bad << "'";
 }
 
+// Attention runs in float32, where a larger constant would be infinity.
+TEST(ScaleMode, AConstantMustFitInFloat32) {
+  EXPECT_EQ(ScaleMode::parse("const:3e38").constant, 3e38);
+  for (std::string bad : {"const:1e300", "const:3.5e38"}) {
+    try {
+      ScaleMode::parse(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not fit in float32"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(ScaleMode, ConstantNameKeepsEveryDigit) {
   // Sweeps of d_k^-alpha give constants like 64^-0.75; the name is what goes
   // into files and flags, so reading it back must give the same number.
