@@ -108,31 +108,35 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   return matmul(weights, v);
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale_mode,
-                                       Generator& gen, DType dtype, int64_t head_dim)
-    : d_model_(d_model), heads_(heads), scale_(scale_mode) {
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& config, Init init)
+    : config_(config), d_model_(d_model) {
+  const int64_t heads = config.heads, head_dim = config.head_dim;
   if (head_dim < 0) fail("MultiHeadAttention: head_dim must be >= 0, got ", head_dim);
   if (d_model <= 0 || heads <= 0 || (head_dim == 0 && d_model % heads != 0))
     fail("MultiHeadAttention: d_model (", d_model, ") must be a positive multiple of heads (",
          heads, ")");
   d_k_ = head_dim ? head_dim : d_model / heads;
   inner_ = heads * d_k_;
-  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(inner_, d_model, true, gen, dtype));
-  if (scale_.kind == ScaleMode::QkNorm) {
-    q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
-    k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
+  q_proj =
+      register_module("q_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  k_proj =
+      register_module("k_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  v_proj =
+      register_module("v_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  o_proj =
+      register_module("o_proj", std::make_shared<Linear>(inner_, d_model, LinearOptions{}, init));
+  if (config.scale.kind == ScaleMode::QkNorm) {
+    q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, LayerNormOptions{}, init));
+    k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, LayerNormOptions{}, init));
   }
-  if (scale_.kind == ScaleMode::Learned)
-    scale = register_parameter("scale", full({1}, scale_.value(d_k_), dtype));
+  if (config.scale.kind == ScaleMode::Learned)
+    scale = register_parameter("scale", full({1}, config.scale.value(d_k_), init.dtype));
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
   const int64_t b = x.shape()[0], t = x.shape()[1];
   // A view: (B, T, H, D) then swap T and H; GEMM reads the strides as they are.
-  return transpose(reshape(x, {b, t, heads_, d_k_}), 1, 2);
+  return transpose(reshape(x, {b, t, config_.heads, d_k_}), 1, 2);
 }
 
 Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, const Tensor& mask,
@@ -167,7 +171,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     q = q_norm->forward(q);
     k = k_norm->forward(k);
   }
-  Variable heads = scaled_dot_product_attention(q, k, v, mask, scale_.value(d_k_), scale,
+  Variable heads = scaled_dot_product_attention(q, k, v, mask, config_.scale.value(d_k_), scale,
                                                 record_probe ? &probe : nullptr);
   // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
   return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, inner_}));
@@ -175,8 +179,8 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
 
 std::string MultiHeadAttention::describe() const {
   return "MultiHeadAttention(d_model=" + std::to_string(d_model_) +
-         ", heads=" + std::to_string(heads_) + ", d_k=" + std::to_string(d_k_) +
-         ", scale=" + scale_.name() + ")";
+         ", heads=" + std::to_string(config_.heads) + ", d_k=" + std::to_string(d_k_) +
+         ", scale=" + config_.scale.name() + ")";
 }
 
 }  // namespace gradflow::nn

@@ -69,14 +69,21 @@ struct KVCache {
   int64_t length() const { return k.defined() ? k.shape()[2] : 0; }
 };
 
+// What a MultiHeadAttention is, besides its width d_model. Every attention
+// layer of a block reads the block's one AttentionConfig, so a field set
+// there (head_dim, say) reaches self- and cross-attention alike.
+struct AttentionConfig {
+  int64_t heads = 4;
+  // d_k of each head. 0: d_model / heads (which must divide). Another value
+  // decouples d_k from the model width: q, k and v map d_model to
+  // heads * head_dim and o maps it back (the scaling study varies d_k so).
+  int64_t head_dim = 0;
+  ScaleMode scale = {};  // 1/sqrt(d_k)
+};
+
 class MultiHeadAttention : public Module {
  public:
-  // head_dim 0 means d_model / heads (which must divide). Another value
-  // decouples d_k from the model width: the projections map d_model to
-  // heads * head_dim and back (the scaling study varies d_k this way).
-  MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale = {},
-                     Generator& gen = default_generator(), DType dtype = DType::Float32,
-                     int64_t head_dim = 0);
+  MultiHeadAttention(int64_t d_model, const AttentionConfig& config = {}, Init init = {});
 
   // x (B, T, C) attends to memory (B, S, C): pass x itself for
   // self-attention, the encoder output for cross-attention. With a cache,
@@ -85,9 +92,10 @@ class MultiHeadAttention : public Module {
                    KVCache* cache = nullptr);
   std::string describe() const override;
 
-  int64_t heads() const { return heads_; }
+  int64_t heads() const { return config_.heads; }
   int64_t d_k() const { return d_k_; }
-  const ScaleMode& scale_mode() const { return scale_; }
+  const ScaleMode& scale_mode() const { return config_.scale; }
+  const AttentionConfig& config() const { return config_; }
 
   // Set record_probe to keep the last forward's logits and weights.
   bool record_probe = false;
@@ -99,8 +107,8 @@ class MultiHeadAttention : public Module {
 
  private:
   Variable split_heads(const Variable& x) const;  // (B, T, C) -> (B, H, T, D)
-  int64_t d_model_, heads_, d_k_, inner_;         // inner_ = heads_ * d_k_
-  ScaleMode scale_;
+  AttentionConfig config_;
+  int64_t d_model_, d_k_, inner_;  // inner_ = heads * d_k_
 };
 
 }  // namespace gradflow::nn

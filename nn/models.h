@@ -13,27 +13,29 @@
 
 namespace gradflow::nn {
 
+// Everything that defines a model but its weights; a checkpoint's metadata
+// keeps every field (examples/common/run_flags.h).
 struct ModelConfig {
   int64_t vocab = 16;
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
   int64_t max_len = 64;  // longest sequence (rows of the position table)
-  ScaleMode scale;
+  ScaleMode scale = {};  // 1/sqrt(d_k)
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
-  bool pre_ln = true;
-  std::string activation = "gelu";
+  NormPlacement norm = NormPlacement::Pre;
+  std::string activation = "gelu";     // or "relu"
   std::string positional = "learned";  // or "sinusoidal" (no parameters)
   double dropout = 0;
 
-  BlockConfig block() const {
-    return {d_model, heads, d_ff, scale, head_dim, pre_ln, activation, dropout};
-  }
+  // The block every layer of every stack is built from (cross-attention is
+  // set by the model that has it).
+  BlockConfig block() const;
   void validate() const;  // throws a one-line Error naming the bad field
 };
 
 // Token and position embeddings: (B, T) ids -> (B, T, C).
 class Embeddings : public Module {
  public:
-  Embeddings(const ModelConfig& config, Generator& gen, DType dtype);
+  Embeddings(const ModelConfig& config, Init init = {});
   Variable forward(const Tensor& ids, int64_t start = 0) const;
   std::string describe() const override { return "Embeddings"; }
   std::shared_ptr<Embedding> token;
@@ -48,8 +50,7 @@ Tensor key_padding_mask(const Tensor& pad);
 // the encoder output.
 class EncoderDecoder : public Module {
  public:
-  EncoderDecoder(const ModelConfig& config, Generator& gen = default_generator(),
-                 DType dtype = DType::Float32);
+  explicit EncoderDecoder(const ModelConfig& config, Init init = {});
   // src (B, S), tgt_in (B, T), src_pad (B, S) 1 at padding or undefined.
   Variable forward(const Tensor& src, const Tensor& tgt_in, const Tensor& src_pad = Tensor()) const;
   Variable encode(const Tensor& src, const Tensor& src_pad) const;  // (B, S, C)
@@ -75,8 +76,7 @@ class EncoderDecoder : public Module {
 // Decoder-only language model (GPT-like): causal self-attention only.
 class DecoderLM : public Module {
  public:
-  DecoderLM(const ModelConfig& config, Generator& gen = default_generator(),
-            DType dtype = DType::Float32);
+  explicit DecoderLM(const ModelConfig& config, Init init = {});
   Variable forward(const Tensor& ids, std::vector<LayerCache>* caches = nullptr,
                    int64_t start = 0) const;
   std::string describe() const override { return "DecoderLM"; }
@@ -95,8 +95,7 @@ class DecoderLM : public Module {
 // token over the vocabulary, (B, T, V).
 class EncoderClassifier : public Module {
  public:
-  EncoderClassifier(const ModelConfig& config, int64_t classes,
-                    Generator& gen = default_generator(), DType dtype = DType::Float32);
+  EncoderClassifier(int64_t classes, const ModelConfig& config, Init init = {});
   Variable forward(const Tensor& ids, const Tensor& pad = Tensor()) const;
   std::string describe() const override { return "EncoderClassifier"; }
   std::shared_ptr<Embeddings> embed;

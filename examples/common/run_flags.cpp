@@ -132,7 +132,7 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
   nn::Metadata m;
   for (auto [key, field] : kConfigSizes) m.emplace_back(key, std::to_string(c.*field));
   m.insert(m.end(), {{"scale", c.scale.name()},
-                     {"pre_ln", c.pre_ln ? "true" : "false"},
+                     {"norm", nn::norm_placement_name(c.norm)},
                      {"activation", c.activation},
                      {"positional", c.positional},
                      {"dropout", cli::detail::format_value(c.dropout)}});
@@ -142,18 +142,27 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
 
 nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
   try {
+    // A key every gradflow checkpoint has written must be there; one added
+    // since (head_dim, norm) may be missing, and then the default stands.
+    auto find = [&m](const std::string& key) -> const std::string* {
+      for (const auto& [k, v] : m)
+        if (k == "config." + key) return &v;
+      return nullptr;
+    };
     auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
     nn::ModelConfig c;
-    auto has = [&m](const std::string& key) {
-      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
-    };
     for (auto [key, field] : kConfigSizes) {
-      // head_dim came later: a checkpoint without it has d_k = d_model / heads (0).
-      if (std::string(key) == "head_dim" && !has("config.head_dim")) continue;
+      if (std::string(key) == "head_dim" && !find(key)) continue;  // d_k = d_model / heads
       cli::detail::parse_value(key, get(key), &(c.*field));
     }
     c.scale = nn::ScaleMode::parse(get("scale"));
-    cli::detail::parse_value("pre_ln", get("pre_ln"), &c.pre_ln);
+    if (const std::string* norm = find("norm")) {
+      c.norm = nn::parse_norm_placement(*norm);
+    } else if (const std::string* pre_ln = find("pre_ln")) {  // before norm: a boolean
+      bool pre = true;
+      cli::detail::parse_value("pre_ln", *pre_ln, &pre);
+      c.norm = pre ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
+    }
     c.activation = get("activation");
     c.positional = get("positional");
     cli::detail::parse_value("dropout", get("dropout"), &c.dropout);

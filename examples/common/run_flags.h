@@ -79,7 +79,9 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
 
 std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetensors
 
-// The ModelConfig fields as metadata ("config.d_model" = "64", ...) and back.
+// Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
+// back. A field that came after a checkpoint was written (head_dim; norm,
+// which older checkpoints hold as pre_ln = true|false) takes its default.
 nn::Metadata config_metadata(const nn::ModelConfig& config);
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 

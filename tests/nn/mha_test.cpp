@@ -76,20 +76,20 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
     base.push_back(std::string(p) + ".weight");
     base.push_back(std::string(p) + ".bias");
   }
-  MultiHeadAttention plain(8, 2, ScaleMode::parse("inv_sqrt_dk"), gen);
+  MultiHeadAttention plain(8, {.heads = 2, .scale = ScaleMode::parse("inv_sqrt_dk")}, gen);
   EXPECT_EQ(names_of(plain), base);
   EXPECT_EQ(plain.num_parameters(), 4 * (8 * 8 + 8));
   EXPECT_FALSE(plain.q_norm);
   EXPECT_FALSE(plain.scale.defined());
 
-  MultiHeadAttention normed(8, 2, ScaleMode::parse("qk_norm"), gen);
+  MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
   std::vector<std::string> with_norms = base;
   for (const char* n : {"q_norm.weight", "q_norm.bias", "k_norm.weight", "k_norm.bias"})
     with_norms.push_back(n);
   EXPECT_EQ(names_of(normed), with_norms);
   EXPECT_EQ(normed.q_norm->weight.shape(), (Shape{4}));  // over D, per head
 
-  MultiHeadAttention learned(8, 2, ScaleMode::parse("learned"), gen);
+  MultiHeadAttention learned(8, {.heads = 2, .scale = ScaleMode::parse("learned")}, gen);
   std::vector<std::string> with_scale = {"scale"};  // own parameters come before children's
   with_scale.insert(with_scale.end(), base.begin(), base.end());
   EXPECT_EQ(names_of(learned), with_scale);
@@ -97,16 +97,18 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
   EXPECT_DOUBLE_EQ(learned.scale.data().item(), 0.5);  // 1/sqrt(4)
 
   for (const char* fixed : {"none", "inv_dk", "inv_2sqrt_dk", "const:0.3"})
-    EXPECT_EQ(names_of(MultiHeadAttention(8, 4, ScaleMode::parse(fixed), gen)), base) << fixed;
+    EXPECT_EQ(names_of(MultiHeadAttention(8, {.heads = 4, .scale = ScaleMode::parse(fixed)}, gen)),
+              base)
+        << fixed;
   EXPECT_EQ(learned.describe(), "MultiHeadAttention(d_model=8, heads=2, d_k=4, scale=learned)");
 }
 
 TEST(MultiHeadAttention, RejectsBadShapes) {
   Generator gen(2);
-  EXPECT_THROW(MultiHeadAttention(10, 3, {}, gen), Error);
-  EXPECT_THROW(MultiHeadAttention(8, 0, {}, gen), Error);
-  EXPECT_THROW(MultiHeadAttention(0, 2, {}, gen), Error);
-  MultiHeadAttention mha(8, 2, {}, gen);
+  EXPECT_THROW(MultiHeadAttention(10, {.heads = 3}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(8, {.heads = 0}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(0, {.heads = 2}, gen), Error);
+  MultiHeadAttention mha(8, {.heads = 2}, gen);
   Variable x(randn({2, 3, 8}, gen));
   EXPECT_EQ(mha.forward(x, x).shape(), (Shape{2, 3, 8}));
   EXPECT_THROW(mha.forward(Variable(randn({3, 8}, gen)), x), Error);
@@ -117,7 +119,7 @@ TEST(MultiHeadAttention, RejectsBadShapes) {
 TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
   for (const char* mode : {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm"}) {
     Generator gen(3);
-    MultiHeadAttention mha(6, 3, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
     if (mha.q_norm) {  // away from the initial 1 and 0, so they count
       for (const Module* norm :
@@ -145,7 +147,7 @@ TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
   for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
     SCOPED_TRACE(mode);
     Generator gen(4);
-    MultiHeadAttention mha(4, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(4, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     Tensor causal = causal_mask(3, 3, DType::Float64);
     EXPECT_GRADCHECK([&](const Vars& v) { return mha.forward(v[0], v[0], causal); },
                      {dense({2, 3, 4})});
@@ -159,7 +161,7 @@ TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
 
 TEST(MultiHeadAttention, ProbeRecordsWeightsWithoutChangingTheOutput) {
   Generator gen(5);
-  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  MultiHeadAttention mha(8, {.heads = 2}, {gen, DType::Float64});
   Tensor x = dense({2, 3, 8}), mem = dense({2, 5, 8});
   Tensor plain = mha.forward(Variable(x), Variable(mem)).data();
   EXPECT_FALSE(mha.probe.weights.defined());
@@ -196,7 +198,7 @@ TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
   for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
     SCOPED_TRACE(mode);
     Generator gen(6);
-    MultiHeadAttention mha(8, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     Tensor x = dense({2, 6, 8});
     expect_cache_matches_full(mha, x, {1, 1, 1, 1, 1, 1});
     expect_cache_matches_full(mha, x, {3, 1, 2});
@@ -205,7 +207,7 @@ TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
 
 TEST(MultiHeadAttention, FixedCacheForCrossAttentionReusesTheMemory) {
   Generator gen(7);
-  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  MultiHeadAttention mha(8, {.heads = 2}, {gen, DType::Float64});
   Tensor x = dense({2, 4, 8}), mem = dense({2, 5, 8});
   NoGradGuard no_grad;
   Tensor full = mha.forward(Variable(x), Variable(mem)).data();

@@ -34,10 +34,13 @@ Variable softplus(const Variable& x) {
 // A gated feed-forward block: y = fc_out(softplus(fc_gate(x)) * fc_up(x)).
 class GatedFeedForward : public nn::Module {
  public:
-  GatedFeedForward(int64_t dim, int64_t hidden, Generator& gen, DType dtype = DType::Float32) {
-    gate = register_module("gate", std::make_shared<nn::Linear>(dim, hidden, true, gen, dtype));
-    up = register_module("up", std::make_shared<nn::Linear>(dim, hidden, true, gen, dtype));
-    out = register_module("out", std::make_shared<nn::Linear>(hidden, dim, true, gen, dtype));
+  GatedFeedForward(int64_t dim, int64_t hidden, nn::Init init = {}) {
+    auto linear = [&](int64_t from, int64_t to) {
+      return std::make_shared<nn::Linear>(from, to, nn::LinearOptions{}, init);
+    };
+    gate = register_module("gate", linear(dim, hidden));
+    up = register_module("up", linear(dim, hidden));
+    out = register_module("out", linear(hidden, dim));
   }
   Variable forward(const Variable& x) const {
     return out->forward(softplus(gate->forward(x)) * up->forward(x));
@@ -69,7 +72,7 @@ TEST(Tutorial, SoftplusGradcheck) {
 // ---- Step 4: the layer's tests ---------------------------------------------
 TEST(Tutorial, GatedFeedForwardNamesShapesAndGradients) {
   Generator gen(1);
-  GatedFeedForward layer(4, 6, gen, DType::Float64);
+  GatedFeedForward layer(4, 6, {gen, DType::Float64});
   EXPECT_EQ(layer.num_parameters(), 3 * 4 * 6 + 6 + 6 + 4);
   EXPECT_EQ(layer.named_parameters()[0].first, "gate.weight");
   // Gradient with respect to the input, through every parameter.
