@@ -1,9 +1,11 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "nn/qk_norm.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
 
@@ -78,22 +80,23 @@ Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
 
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const Tensor& mask, double fixed_scale, const Variable& scale,
-                                      AttentionProbe* probe) {
+                                      AttentionProbe* probe, const ScoreTransform& transform) {
   if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim() ||
       q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
     fail(
         "scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
-  if (!probe && !scale.defined()) {
+  if (!probe && !scale.defined() && !transform) {
     // One kernel for scale, mask and softmax, and no (T, S) tensor kept for
     // the backward, which recomputes the weights. The study's probe needs the
-    // logits as a live graph node, and a learned scale its gradient: those
-    // take the composed path below.
+    // logits as a live graph node, a learned scale its gradient and a score
+    // transform the logits themselves: those take the composed path below.
     return fused_attention(q, k, v, fixed_scale, mask);
   }
   // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
   Variable scores = matmul(q, transpose(k, -1, -2));
   Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;
+  if (transform) logits = transform(logits);
   Variable weights;
   if (mask.defined()) {
     // -inf, not a large negative number: a row with every key masked then
@@ -125,10 +128,10 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
       register_module("v_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
   o_proj =
       register_module("o_proj", std::make_shared<Linear>(inner_, d_model, LinearOptions{}, init));
-  if (config.scale.kind == ScaleMode::QkNorm) {
-    q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, LayerNormOptions{}, init));
-    k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, LayerNormOptions{}, init));
-  }
+  // The built-in variants. qk_norm's parameters keep the names they had
+  // before variants existed, "q_norm.weight": no name level of its own.
+  if (config.scale.kind == ScaleMode::QkNorm)
+    add_variant("", std::make_shared<QkNorm>(d_k_, LayerNormOptions{}, init));
   if (config.scale.kind == ScaleMode::Learned)
     scale = register_parameter("scale", full({1}, config.scale.value(d_k_), init.dtype));
 }
@@ -146,7 +149,16 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     fail("MultiHeadAttention: expected x (B, T, ", d_model_, ") and memory (B, S, ", d_model_,
          "), got ", shape_str(x.shape()), " and ", shape_str(memory.shape()));
   const int64_t b = x.shape()[0], t = x.shape()[1];
+  // The cache holds plain tensors: with gradients on, those of k_proj and
+  // v_proj would be silently cut after the first step.
+  if (cache && grad_enabled())
+    fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
+  // New queries start where the cache's queries end; new keys where its keys
+  // end (cross-attention's keys, the memory, always start at 0).
+  AttentionPositions at{.query_start = cache ? cache->queries : 0,
+                        .key_start = cache && !cache->fixed ? cache->length() : 0};
   Variable q = split_heads(q_proj->forward(x));
+  for (const auto& variant : variants_) q = variant->transform_query(q, at);
   Variable k, v;
   if (cache && cache->fixed && cache->k.defined()) {
     k = Variable(cache->k);
@@ -154,25 +166,30 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
   } else {
     k = split_heads(k_proj->forward(memory));
     v = split_heads(v_proj->forward(memory));
+    for (const auto& variant : variants_) k = variant->transform_key(k, at);
   }
   if (cache) {
-    // The cache holds plain tensors: with gradients on, those of k_proj and
-    // v_proj would be silently cut after the first step.
-    if (grad_enabled())
-      fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
     if (!cache->fixed && cache->k.defined()) {
       k = Variable(cat({cache->k, k.data()}, 2));
       v = Variable(cat({cache->v, v.data()}, 2));
     }
     cache->k = k.data();
     cache->v = v.data();
+    cache->queries += t;
   }
-  if (q_norm) {
-    q = q_norm->forward(q);
-    k = k_norm->forward(k);
-  }
+  // The scores cover every key, the cached ones included.
+  at.key_start = 0;
+  ScoreTransform transform = nullptr;
+  if (std::any_of(variants_.begin(), variants_.end(),
+                  [](const auto& v) { return v->transforms_scores(); }))
+    transform = [this, at](const Variable& logits) {
+      Variable out = logits;
+      for (const auto& v : variants_)
+        if (v->transforms_scores()) out = v->transform_scores(out, at);
+      return out;
+    };
   Variable heads = scaled_dot_product_attention(q, k, v, mask, config_.scale.value(d_k_), scale,
-                                                record_probe ? &probe : nullptr);
+                                                record_probe ? &probe : nullptr, transform);
   // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
   return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, inner_}));
 }

@@ -84,6 +84,8 @@ class Module {
  protected:
   // The returned handle shares the parameter: the layer keeps it as a member.
   Variable register_parameter(std::string name, Tensor value);
+  // A child named "" adds no level to its parameters' names: they read as
+  // this module's own (a part that keeps older names, as QkNorm does).
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     children_.emplace_back(std::move(name), module);

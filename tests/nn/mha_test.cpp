@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "nn/attention.h"
+#include "nn/qk_norm.h"
 #include "tests/nn/attention_reference.h"
 #include "tests/nn/nn_check.h"
 
@@ -55,9 +56,9 @@ std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, 
   const int64_t h = mha.heads(), b = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
   Tensor q = project_heads(x, *mha.q_proj, h), k = project_heads(mem, *mha.k_proj, h);
   Tensor v = project_heads(mem, *mha.v_proj, h);
-  if (mha.q_norm) {
-    q = norm_heads(q, *mha.q_norm);
-    k = norm_heads(k, *mha.k_norm);
+  if (const QkNorm* norms = mha.variant<QkNorm>()) {
+    q = norm_heads(q, *norms->q_norm);
+    k = norm_heads(k, *norms->k_norm);
   }
   double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
   std::vector<double> heads = naive_attention(q, k, v, mask, scale).out;  // (B, H, T, D)
@@ -79,7 +80,7 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
   MultiHeadAttention plain(8, {.heads = 2, .scale = ScaleMode::parse("inv_sqrt_dk")}, gen);
   EXPECT_EQ(names_of(plain), base);
   EXPECT_EQ(plain.num_parameters(), 4 * (8 * 8 + 8));
-  EXPECT_FALSE(plain.q_norm);
+  EXPECT_EQ(plain.variant<QkNorm>(), nullptr);
   EXPECT_FALSE(plain.scale.defined());
 
   MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
@@ -87,7 +88,7 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
   for (const char* n : {"q_norm.weight", "q_norm.bias", "k_norm.weight", "k_norm.bias"})
     with_norms.push_back(n);
   EXPECT_EQ(names_of(normed), with_norms);
-  EXPECT_EQ(normed.q_norm->weight.shape(), (Shape{4}));  // over D, per head
+  EXPECT_EQ(normed.variant<QkNorm>()->q_norm->weight.shape(), (Shape{4}));  // over D, per head
 
   MultiHeadAttention learned(8, {.heads = 2, .scale = ScaleMode::parse("learned")}, gen);
   std::vector<std::string> with_scale = {"scale"};  // own parameters come before children's
@@ -121,9 +122,9 @@ TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
     Generator gen(3);
     MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
-    if (mha.q_norm) {  // away from the initial 1 and 0, so they count
+    if (const QkNorm* norms = mha.variant<QkNorm>()) {  // away from the initial 1 and 0
       for (const Module* norm :
-           {static_cast<Module*>(mha.q_norm.get()), static_cast<Module*>(mha.k_norm.get())})
+           {static_cast<Module*>(norms->q_norm.get()), static_cast<Module*>(norms->k_norm.get())})
         for (auto& [name, p] : norm->named_parameters()) {
           Tensor live = p.data();
           live.copy_(dense(p.shape()));
