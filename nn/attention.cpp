@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "nn/qk_norm.h"
+#include "nn/rope.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
 
@@ -132,6 +133,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
   // before variants existed, "q_norm.weight": no name level of its own.
   if (config.scale.kind == ScaleMode::QkNorm)
     add_variant("", std::make_shared<QkNorm>(d_k_, LayerNormOptions{}, init));
+  if (config.rope) add_variant("rope", std::make_shared<Rope>(d_k_));
   if (config.scale.kind == ScaleMode::Learned)
     scale = register_parameter("scale", full({1}, config.scale.value(d_k_), init.dtype));
 }

@@ -89,6 +89,7 @@ struct AttentionConfig {
   // heads * head_dim and o maps it back (the scaling study varies d_k so).
   int64_t head_dim = 0;
   ScaleMode scale = {};  // 1/sqrt(d_k); qk_norm adds the QkNorm variant
+  bool rope = false;     // rotary position embeddings on q and k (rope.h), base 10000
 };
 
 class MultiHeadAttention : public Module {

@@ -12,7 +12,10 @@ namespace gradflow::nn {
 BlockConfig ModelConfig::block() const {
   return {.d_model = d_model,
           .d_ff = d_ff,
-          .attention = {.heads = heads, .head_dim = head_dim, .scale = scale},
+          .attention = {.heads = heads,
+                        .head_dim = head_dim,
+                        .scale = scale,
+                        .rope = positional == "rope"},
           .norm = norm,
           .activation = activation,
           .dropout = dropout};
@@ -31,8 +34,11 @@ void ModelConfig::validate() const {
   if (head_dim < 0) fail("model config: head_dim must be >= 0, got ", head_dim);
   if (head_dim == 0 && d_model % heads != 0)
     fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
-  if (positional != "learned" && positional != "sinusoidal")
-    fail("model config: positional must be learned or sinusoidal, got '", positional, "'");
+  if (positional != "learned" && positional != "sinusoidal" && positional != "rope")
+    fail("model config: positional must be learned, sinusoidal or rope, got '", positional, "'");
+  const int64_t d_k = head_dim ? head_dim : d_model / heads;
+  if (positional == "rope" && d_k % 2 != 0)
+    fail("model config: rope turns pairs of dimensions, so d_k must be even, got ", d_k);
   if (activation != "gelu" && activation != "relu")
     fail("model config: activation must be gelu or relu, got '", activation, "'");
   if (!(dropout >= 0 && dropout < 1))
@@ -44,7 +50,7 @@ Embeddings::Embeddings(const ModelConfig& c, Init init) {
   if (c.positional == "learned")
     position = register_module(
         "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, init));
-  else
+  else if (c.positional == "sinusoidal")
     sinusoid = register_module(
         "sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, init));
 }
@@ -52,7 +58,9 @@ Embeddings::Embeddings(const ModelConfig& c, Init init) {
 Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
   if (ids.ndim() != 2) fail("Embeddings: ids must be (B, T), got ", shape_str(ids.shape()));
   Variable x = token->forward(ids);
-  return position ? position->forward(x, start) : sinusoid->forward(x, start);
+  if (position) return position->forward(x, start);
+  if (sinusoid) return sinusoid->forward(x, start);
+  return x;  // rope: the attention layers turn q and k by position
 }
 
 EncoderDecoder::EncoderDecoder(const ModelConfig& c, Init init) : config_(c) {

@@ -1,10 +1,12 @@
 // The three transformer models. Shapes: ids (B, T) int64; logits (B, T, V).
 //
 // Embeddings: one token table shared by source and target and a learned
-// position table of max_len rows (or fixed sinusoids), added. The head is a
-// final LayerNorm and an untied Linear to the vocabulary. With the workload
-// settings of bench/WORKLOADS.md the parameter counts equal the PyTorch
-// peer's (236,688 for seq2seq-tiny, 3,241,568 for gpt-small).
+// position table of max_len rows (or fixed sinusoids), added; with rope no
+// table, positions enter as rotations of q and k in every self-attention
+// layer (rope.h). The head is a final LayerNorm and an untied Linear to the
+// vocabulary. With the workload settings of bench/WORKLOADS.md the parameter
+// counts equal the PyTorch peer's (236,688 for seq2seq-tiny, 3,241,568 for
+// gpt-small).
 #pragma once
 
 #include "nn/embedding.h"
@@ -22,8 +24,10 @@ struct ModelConfig {
   ScaleMode scale = {};  // 1/sqrt(d_k)
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
   NormPlacement norm = NormPlacement::Pre;
-  std::string activation = "gelu";     // or "relu"
-  std::string positional = "learned";  // or "sinusoidal" (no parameters)
+  std::string activation = "gelu";  // or "relu"
+  // "learned" (a table), "sinusoidal" (fixed, no parameters) or "rope"
+  // (rotary embeddings on q and k of every self-attention layer; d_k even).
+  std::string positional = "learned";
   double dropout = 0;
 
   // The block every layer of every stack is built from (cross-attention is
@@ -40,7 +44,7 @@ class Embeddings : public Module {
   std::string describe() const override { return "Embeddings"; }
   std::shared_ptr<Embedding> token;
   std::shared_ptr<LearnedPositionalEmbedding> position;    // learned positions
-  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones
+  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones (neither: rope)
 };
 
 // (B, S) 1-where-padding -> the (B, 1, 1, S) key mask attention broadcasts.

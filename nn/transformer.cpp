@@ -63,9 +63,13 @@ DecoderLayer::DecoderLayer(const BlockConfig& c, Init init) : config_(c) {
   self_attn = register_module("self_attn",
                               std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
   if (c.cross_attention) {
+    // The same config but rope: the queries' and the keys' positions are
+    // in two different sequences, so their difference means nothing.
+    AttentionConfig cross = c.attention;
+    cross.rope = false;
     cross_attn_norm = register_module("cross_attn_norm", norm_of(c, init));
-    cross_attn = register_module(
-        "cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
+    cross_attn =
+        register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, cross, init));
   }
   ff_norm = register_module("ff_norm", norm_of(c, init));
   ff = register_module("ff", std::make_shared<FeedForward>(c, init));

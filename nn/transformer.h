@@ -33,6 +33,8 @@ struct BlockConfig {
   std::string activation = "gelu";  // or "relu"
   double dropout = 0;               // on each sublayer's output, before the residual add
   // Decoder layers only: also attend to the encoder's output (seq2seq).
+  // Cross-attention gets no rope: its queries and keys are positions of two
+  // different sequences.
   bool cross_attention = false;
 };
 

@@ -12,6 +12,7 @@
 
 #include "nn/attention.h"
 #include "nn/qk_norm.h"
+#include "nn/rope.h"
 #include "tests/nn/nn_check.h"
 
 namespace gradflow::nn {
@@ -152,9 +153,10 @@ TEST(AttentionVariant, QAndKTransformsKeepTheFusedKernelAScoreTransformLeavesIt)
   Variable x(randn({2, 4, 8}, gen));
   MultiHeadAttention plain(8, {.heads = 2}, gen);
   MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
+  MultiHeadAttention rotary(8, {.heads = 2, .rope = true}, gen);
   MultiHeadAttention gained(8, {.heads = 2}, gen);
   gained.add_variant("gain", std::make_shared<HeadGain>(2, DType::Float32));
-  for (MultiHeadAttention* mha : {&plain, &normed, &gained}) {
+  for (MultiHeadAttention* mha : {&plain, &normed, &rotary, &gained}) {
     std::set<std::string> ops = ops_of(mha->forward(x, x));
     EXPECT_EQ(ops.count("fused_attention"), 1u) << mha->summary();
     EXPECT_EQ(ops.count("softmax"), 0u) << mha->summary();
