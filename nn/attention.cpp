@@ -72,13 +72,6 @@ double ScaleMode::value(int64_t d_k) const {
   }
 }
 
-Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
-  Tensor mask = zeros({t, s}, dtype);
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = i + offset + 1; j < s; ++j) mask.set({i, j}, 1);
-  return mask;
-}
-
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const Tensor& mask, double fixed_scale, const Variable& scale,
                                       AttentionProbe* probe, const ScoreTransform& transform) {

@@ -1,6 +1,7 @@
 // Scaled dot-product attention with the scale as the user's choice, and
 // multi-head attention built from separate Q, K, V and O projections, with
-// AttentionVariants (attention_variant.h) as its extension point.
+// AttentionVariants (attention_variant.h) as its extension point. Masks, and
+// what their values mean, are in masks.h.
 //
 // Shapes: q (B, H, T, D), k and v (B, H, S, D), weights (B, H, T, S), with T
 // query positions, S key positions, H heads of size D = d_k = d_model / H.
@@ -24,6 +25,7 @@
 #include "autograd/ops.h"
 #include "nn/attention_variant.h"
 #include "nn/linear.h"
+#include "nn/masks.h"
 #include "nn/module.h"
 
 namespace gradflow::nn {
@@ -53,8 +55,8 @@ struct AttentionProbe {
 // logits (B, H, T, S) -> the same shape, applied before the mask.
 using ScoreTransform = std::function<Variable(const Variable& logits)>;
 
-// softmax(transform(scale * q k^T), masked) v. `mask` is 1 where a key is
-// hidden and broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d
+// softmax(transform(scale * q k^T), masked) v. `mask` (masks.h: nonzero =
+// hidden) broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d
 // or (1) Variable (learned) or undefined, then `fixed_scale` is used.
 // `transform`, if given, changes the logits before the mask. A query whose
 // keys are all masked gets zero weights, a zero output and zero gradients.
@@ -63,9 +65,6 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
                                       const Variable& scale = Variable(),
                                       AttentionProbe* probe = nullptr,
                                       const ScoreTransform& transform = nullptr);
-
-// (T, S) float mask, 1 above the diagonal: query i may not see key j > i + offset.
-Tensor causal_mask(int64_t t, int64_t s, DType dtype = DType::Float32, int64_t offset = 0);
 
 // Keys and values of the positions seen so far, for generation: each new
 // token then costs one position instead of re-running the whole prefix.

@@ -76,12 +76,6 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& c, Init init) : config_(c) {
                             std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
 
-Tensor key_padding_mask(const Tensor& pad) {
-  if (!pad.defined()) return Tensor();
-  if (pad.ndim() != 2) fail("key_padding_mask: expected (B, S), got ", shape_str(pad.shape()));
-  return pad.unsqueeze(1).unsqueeze(1);
-}
-
 Variable EncoderDecoder::encode(const Tensor& src, const Tensor& src_pad) const {
   return encoder->forward(embed->forward(src), key_padding_mask(src_pad));
 }
@@ -141,12 +135,17 @@ DecoderLM::DecoderLM(const ModelConfig& c, Init init) : config_(c) {
                             std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
 
-Variable DecoderLM::forward(const Tensor& ids, std::vector<LayerCache>* caches,
+Variable DecoderLM::forward(const Tensor& ids, const Tensor& pad, std::vector<LayerCache>* caches,
                             int64_t start) const {
-  const int64_t t = ids.shape()[1];
+  if (ids.ndim() != 2) fail("DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  const int64_t b = ids.shape()[0], t = ids.shape()[1];
+  if (pad.defined() && pad.shape() != Shape{b, start + t})
+    fail("DecoderLM: pad must be (B, start + T) = ", shape_str({b, start + t}), ", got ",
+         shape_str(pad.shape()));
   Variable x = embed->forward(ids, start);
-  x = decoder->forward(x, causal_mask(t, start + t, x.dtype(), start), Variable(), Tensor(),
-                       caches);
+  // Shape: (T, start + T), or (B, 1, T, start + T) with padding.
+  Tensor mask = combine_masks(causal_mask(t, start + t, x.dtype(), start), key_padding_mask(pad));
+  x = decoder->forward(x, mask, Variable(), Tensor(), caches);
   return lm_head->forward(final_norm->forward(x));
 }
 

@@ -6,7 +6,7 @@
 // layer (rope.h). The head is a final LayerNorm and an untied Linear to the
 // vocabulary. With the workload settings of bench/WORKLOADS.md the parameter
 // counts equal the PyTorch peer's (236,688 for seq2seq-tiny, 3,241,568 for
-// gpt-small).
+// gpt-small). Padding masks: masks.h.
 #pragma once
 
 #include "nn/embedding.h"
@@ -47,9 +47,6 @@ class Embeddings : public Module {
   std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones (neither: rope)
 };
 
-// (B, S) 1-where-padding -> the (B, 1, 1, S) key mask attention broadcasts.
-Tensor key_padding_mask(const Tensor& pad);
-
 // Encoder-decoder (seq2seq), as Vaswani et al.; the decoder cross-attends to
 // the encoder output.
 class EncoderDecoder : public Module {
@@ -81,8 +78,12 @@ class EncoderDecoder : public Module {
 class DecoderLM : public Module {
  public:
   explicit DecoderLM(const ModelConfig& config, Init init = {});
-  Variable forward(const Tensor& ids, std::vector<LayerCache>* caches = nullptr,
-                   int64_t start = 0) const;
+  // ids (B, T) at positions [start, start + T) -> logits (B, T, V). pad
+  // (B, start + T), nonzero at padding, or undefined: padded keys are hidden
+  // from every query, on top of the causal mask (masks.h). With caches, ids
+  // are only the new positions and pad covers the cached ones too.
+  Variable forward(const Tensor& ids, const Tensor& pad = Tensor(),
+                   std::vector<LayerCache>* caches = nullptr, int64_t start = 0) const;
   std::string describe() const override { return "DecoderLM"; }
   const ModelConfig& config() const { return config_; }
   std::shared_ptr<Embeddings> embed;
@@ -100,6 +101,8 @@ class DecoderLM : public Module {
 class EncoderClassifier : public Module {
  public:
   EncoderClassifier(int64_t classes, const ModelConfig& config, Init init = {});
+  // ids (B, T); pad (B, T), nonzero at padding, or undefined: padded
+  // positions are hidden as keys and left out of the mean.
   Variable forward(const Tensor& ids, const Tensor& pad = Tensor()) const;
   std::string describe() const override { return "EncoderClassifier"; }
   std::shared_ptr<Embeddings> embed;

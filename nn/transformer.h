@@ -1,5 +1,5 @@
 // Transformer blocks and stacks. Shapes: x (B, T, C) with C = d_model;
-// memory (B, S, C) the encoder output; masks are 1 where a key is hidden.
+// memory (B, S, C) the encoder output; masks as in masks.h (nonzero = hidden).
 //
 // Pre-LN (default):  x = x + Attn(LN(x)); [x = x + CrossAttn(LN(x), memory)];
 //                    x = x + FF(LN(x))
