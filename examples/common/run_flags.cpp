@@ -67,6 +67,20 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
           "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
           "d-model to heads x head-dim)")
       .min(0);
+  run.add_choice("--positional", &f.positional, {"learned", "sinusoidal", "rope"},
+                 "positions: a learned table or fixed sinusoids added to the embeddings, or rotary "
+                 "embeddings turning q and k in every self-attention layer (no table)");
+  run.add_choice(
+      "--norm", &f.norm, {"pre", "post"},
+      "LayerNorm placement: before each sublayer (pre) or after its residual add (post)");
+  run.add_choice("--activation", &f.activation, {"gelu", "relu"}, "feed-forward activation");
+  run.add("--dropout", &f.dropout,
+          "dropout on each sublayer's output (above 0, a batch runs as one part: --threads then "
+          "splits the kernels)")
+      .min(0)
+      .check([](double p) {
+        if (!(p < 1)) throw UsageError("must be below 1");
+      });
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
            "threads: each step runs this many parts of the batch at once, one per thread")
@@ -114,6 +128,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
                      " must be divisible by --heads " + std::to_string(flags.heads) +
                      " (or set --head-dim)");
+  const int64_t d_k = flags.head_dim ? flags.head_dim : flags.d_model / flags.heads;
+  if (flags.positional == "rope" && d_k % 2 != 0)
+    throw UsageError("--positional rope turns pairs of dimensions: d_k (" + std::to_string(d_k) +
+                     ") must be even");
   set_num_threads(flags.threads);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
   // times over for a difference below 1e-38 (tensor/parallel.h).
@@ -180,6 +198,10 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   c.head_dim = f.head_dim;
   c.max_len = max_len;
   c.scale = nn::ScaleMode::parse(f.scale);
+  c.norm = nn::parse_norm_placement(f.norm);
+  c.activation = f.activation;
+  c.positional = f.positional;
+  c.dropout = f.dropout;
   return c;
 }
 

@@ -61,6 +61,10 @@ struct CommonFlags {
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
   std::string schedule = "cosine", scale = "inv_sqrt_dk";
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
+  // The rest of nn::ModelConfig, as its names: learned|sinusoidal|rope,
+  // pre|post, gelu|relu.
+  std::string positional = "learned", norm = "pre", activation = "gelu";
+  double dropout = 0;
   int64_t seed = 0;
   int threads = 1;
   bool stop_on_nan = false;

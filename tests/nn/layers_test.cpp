@@ -207,6 +207,9 @@ TEST(Dropout, RefusesToDrawInsideAParallelPart) {
         << e.what();
   }
   EXPECT_NO_THROW(backward_in_parallel(2, [&](int64_t) { return sum(none.forward(x)); }));
+  // One part alone shares the generator with nothing (the programs run a
+  // batch with dropout as one part).
+  EXPECT_NO_THROW(backward_in_parallel(1, [&](int64_t) { return sum(drop.forward(x)); }));
   drop.eval();
   EXPECT_NO_THROW(backward_in_parallel(2, [&](int64_t) { return sum(drop.forward(x)); }));
 }
