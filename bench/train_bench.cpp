@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
     forward = [m](const Tensor&, const Tensor& tgt) { return m->forward(tgt); };
     model = m;
   } else {
-    auto m = std::make_shared<nn::EncoderClassifier>(config, /*classes=*/0, gen);
+    auto m = std::make_shared<nn::EncoderClassifier>(/*classes=*/0, config, gen);
     forward = [m](const Tensor& src, const Tensor&) { return m->forward(src); };
     model = m;
   }

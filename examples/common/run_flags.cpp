@@ -79,6 +79,20 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
           "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
           "d-model to heads x head-dim)")
       .min(0);
+  run.add_choice("--positional", &f.positional, {"learned", "sinusoidal", "rope"},
+                 "positions: a learned table or fixed sinusoids added to the embeddings, or rotary "
+                 "embeddings turning q and k in every self-attention layer (no table)");
+  run.add_choice(
+      "--norm", &f.norm, {"pre", "post"},
+      "LayerNorm placement: before each sublayer (pre) or after its residual add (post)");
+  run.add_choice("--activation", &f.activation, {"gelu", "relu"}, "feed-forward activation");
+  run.add("--dropout", &f.dropout,
+          "dropout on each sublayer's output (above 0, a batch runs as one part: --threads then "
+          "splits the kernels)")
+      .min(0)
+      .check([](double p) {
+        if (!(p < 1)) throw UsageError("must be below 1");
+      });
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
            "threads: each step runs this many parts of the batch at once, one per thread")
@@ -137,6 +151,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
                      " must be divisible by --heads " + std::to_string(flags.heads) +
                      " (or set --head-dim)");
+  const int64_t d_k = flags.head_dim ? flags.head_dim : flags.d_model / flags.heads;
+  if (flags.positional == "rope" && d_k % 2 != 0)
+    throw UsageError("--positional rope turns pairs of dimensions: d_k (" + std::to_string(d_k) +
+                     ") must be even");
   set_num_threads(flags.threads);
   set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
@@ -156,7 +174,7 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
   nn::Metadata m;
   for (auto [key, field] : kConfigSizes) m.emplace_back(key, std::to_string(c.*field));
   m.insert(m.end(), {{"scale", c.scale.name()},
-                     {"pre_ln", c.pre_ln ? "true" : "false"},
+                     {"norm", nn::norm_placement_name(c.norm)},
                      {"activation", c.activation},
                      {"positional", c.positional},
                      {"dropout", cli::detail::format_value(c.dropout)}});
@@ -166,18 +184,27 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
 
 nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
   try {
+    // A key every gradflow checkpoint has written must be there; one added
+    // since (head_dim, norm) may be missing, and then the default stands.
+    auto find = [&m](const std::string& key) -> const std::string* {
+      for (const auto& [k, v] : m)
+        if (k == "config." + key) return &v;
+      return nullptr;
+    };
     auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
     nn::ModelConfig c;
-    auto has = [&m](const std::string& key) {
-      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
-    };
     for (auto [key, field] : kConfigSizes) {
-      // head_dim came later: a checkpoint without it has d_k = d_model / heads (0).
-      if (std::string(key) == "head_dim" && !has("config.head_dim")) continue;
+      if (std::string(key) == "head_dim" && !find(key)) continue;  // d_k = d_model / heads
       cli::detail::parse_value(key, get(key), &(c.*field));
     }
     c.scale = nn::ScaleMode::parse(get("scale"));
-    cli::detail::parse_value("pre_ln", get("pre_ln"), &c.pre_ln);
+    if (const std::string* norm = find("norm")) {
+      c.norm = nn::parse_norm_placement(*norm);
+    } else if (const std::string* pre_ln = find("pre_ln")) {  // before norm: a boolean
+      bool pre = true;
+      cli::detail::parse_value("pre_ln", *pre_ln, &pre);
+      c.norm = pre ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
+    }
     c.activation = get("activation");
     c.positional = get("positional");
     cli::detail::parse_value("dropout", get("dropout"), &c.dropout);
@@ -195,6 +222,10 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   c.head_dim = f.head_dim;
   c.max_len = max_len;
   c.scale = nn::ScaleMode::parse(f.scale);
+  c.norm = nn::parse_norm_placement(f.norm);
+  c.activation = f.activation;
+  c.positional = f.positional;
+  c.dropout = f.dropout;
   return c;
 }
 

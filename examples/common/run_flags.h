@@ -61,6 +61,10 @@ struct CommonFlags {
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
   std::string schedule = "cosine", scale = "inv_sqrt_dk";
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
+  // The rest of nn::ModelConfig, as its names: learned|sinusoidal|rope,
+  // pre|post, gelu|relu.
+  std::string positional = "learned", norm = "pre", activation = "gelu";
+  double dropout = 0;
   int64_t seed = 0;
   int threads = 1;
   bool stop_on_nan = false, overwrite = false;
@@ -85,7 +89,9 @@ std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetens
 // weight decay or scale is used in: 1e300 would become infinity there.
 void check_float32(double value);
 
-// The ModelConfig fields as metadata ("config.d_model" = "64", ...) and back.
+// Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
+// back. A field that came after a checkpoint was written (head_dim; norm,
+// which older checkpoints hold as pre_ln = true|false) takes its default.
 nn::Metadata config_metadata(const nn::ModelConfig& config);
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 

@@ -77,12 +77,17 @@ cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape) {
 }
 
 LoopOptions loop_options(const CommonFlags& f) {
+  // Dropout draws from one generator, which parts run at once cannot share
+  // (nn/dropout.h): then the batch is one part, and --threads cuts its
+  // kernels instead.
+  const int64_t parts =
+      f.dropout > 0 ? 1 : std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1));
   return {.out_dir = f.out,
           .steps = f.steps,
           .eval_every = f.eval_every,
           .save_every = f.save_every,
           .clip = f.clip,
-          .parts = std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1)),
+          .parts = parts,
           .stop_on_nan = f.stop_on_nan,
           .max_skipped_steps = f.max_skipped_steps,
           .threads = f.threads,

@@ -102,7 +102,7 @@ struct LoopOptions {
 cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape);
 
 // LoopOptions from the flags, with one part per thread (at most one per
-// row); the caller adds metrics and metadata.
+// row; one in all with dropout); the caller adds metrics and metadata.
 LoopOptions loop_options(const CommonFlags& flags);
 
 enum class Outcome { kFinished, kInterrupted, kStoppedOnNan, kTooManySkipped };

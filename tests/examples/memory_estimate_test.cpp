@@ -39,6 +39,8 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
   }
   c.positional = "sinusoidal";
   configs.push_back(c);
+  c.positional = "rope", c.head_dim = 6;  // no position table; rope needs an even d_k
+  configs.push_back(c);
   for (const nn::ModelConfig& cfg : configs) {
     SCOPED_TRACE("d_model " + std::to_string(cfg.d_model) + " scale " + cfg.scale.name() + " " +
                  cfg.positional);
@@ -48,10 +50,10 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
     EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kDecoder, .config = cfg}),
               nn::DecoderLM(cfg, gen).num_parameters());
     EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kEncoder, .config = cfg}),
-              nn::EncoderClassifier(cfg, 0, gen).num_parameters());
+              nn::EncoderClassifier(0, cfg, gen).num_parameters());
     EXPECT_EQ(
         examples::count_parameters({.kind = ModelKind::kEncoder, .config = cfg, .classes = 2}),
-        nn::EncoderClassifier(cfg, 2, gen).num_parameters());
+        nn::EncoderClassifier(2, cfg, gen).num_parameters());
   }
 }
 

@@ -292,7 +292,7 @@ TEST(ModelConfigMetadata, RoundTrips) {
   nn::ModelConfig c;
   c.vocab = 7, c.d_model = 24, c.heads = 3, c.layers = 5, c.d_ff = 40, c.max_len = 9;
   c.scale = nn::ScaleMode::parse("const:0.3");
-  c.pre_ln = false, c.dropout = 0.1, c.positional = "sinusoidal", c.head_dim = 5;
+  c.norm = nn::NormPlacement::Post, c.dropout = 0.1, c.positional = "sinusoidal", c.head_dim = 5;
   nn::ModelConfig d = config_from_metadata(config_metadata(c));
   EXPECT_EQ(config_metadata(d), config_metadata(c));
   EXPECT_EQ(d.head_dim, 5);

@@ -74,13 +74,13 @@ Trace train(const std::string& kind, DType dtype, bool reference) {
   std::shared_ptr<Module> model;
   std::function<Variable(const Batch&)> loss;
   if (kind == "encdec") {
-    auto m = std::make_shared<EncoderDecoder>(small_config(), weights, dtype);
+    auto m = std::make_shared<EncoderDecoder>(small_config(), Init(weights, dtype));
     loss = [m](const Batch& b) {
       return cross_entropy(m->forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, kPad);
     };
     model = m;
   } else {
-    auto m = std::make_shared<DecoderLM>(small_config(), weights, dtype);
+    auto m = std::make_shared<DecoderLM>(small_config(), Init(weights, dtype));
     loss = [m](const Batch& b) { return cross_entropy(m->forward(b.tgt_in), b.tgt_out, kPad); };
     model = m;
   }
