@@ -1,28 +1,58 @@
 // Attention as one differentiable op that keeps no (T, S) tensor from the
-// forward to the backward.
+// forward to the backward, and its composed reference below it.
 //
-// Composed of matmul, scaled_masked_softmax and matmul, attention keeps the
-// softmax weights, (B, H, T, S), for its backward: in gpt-small 8 MB a layer,
-// more than q, k and v together. Here the kernels of tensor/kernels/attention.h run
-// each head's products and softmax while they sit in cache, and the backward
-// recomputes the head's weights from q, k and two numbers per query row.
-#include "tensor/kernels/attention.h"
+// The kernels of tensor/kernels/attention.h run each head's products and
+// softmax while they sit in cache, and the backward recomputes the head's
+// weights from q, k and two numbers per query row. Keeping the weights
+// instead would cost (B, H, T, S) per layer: in gpt-small 8 MB a layer, more
+// than q, k and v together.
+#include <limits>
+
 #include "autograd/ops.h"
+#include "autograd/reference.h"
+#include "tensor/kernels/attention.h"
 
 namespace gradflow {
 
+namespace {
+
+// q (..., T, D), k (..., S, D), v (..., S, Dv) in one dtype, batch axes (...)
+// that broadcast, and a mask (undefined, or of any dtype) that broadcasts to
+// the scores (..., T, S) without growing them. Returns the common batch axes.
+Shape check_attention(const char* op, const Variable& q, const Variable& k, const Variable& v,
+                      const Tensor& mask) {
+  if (!q.defined() || !k.defined() || !v.defined()) fail(op, ": undefined input");
+  const auto shapes = [&] {
+    return shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " + shape_str(v.shape());
+  };
+  if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2 || q.shape().back() != k.shape().back() ||
+      k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
+    fail(op, ": expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ", shapes());
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    fail(op, ": dtypes differ: ", dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), ", ",
+         dtype_name(v.dtype()));
+  const auto batch = [](const Shape& s) { return Shape(s.begin(), s.end() - 2); };
+  const Shape common = broadcast_shapes(broadcast_shapes(batch(q.shape()), batch(k.shape()), op),
+                                        batch(v.shape()), op);
+  if (mask.defined()) {
+    Shape scores = common;
+    scores.insert(scores.end(), {q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]});
+    if (mask.ndim() > static_cast<int64_t>(scores.size()) ||
+        broadcast_shapes(mask.shape(), scores, op) != scores)
+      fail(op, ": mask of shape ", shape_str(mask.shape()), " does not broadcast to the scores ",
+           shape_str(scores));
+  }
+  return common;
+}
+
+}  // namespace
+
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                          const Tensor& mask) {
-  if (!q.defined() || !k.defined() || !v.defined()) fail("fused_attention: undefined input");
-  if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
-    fail("fused_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
-         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+  const Shape common = check_attention("fused_attention", q, k, v, mask);
+  if (reference_ops()) return fused_attention_reference(q, k, v, scale, mask);
   // The kernels take one set of batch axes: broadcast ones are expanded here
   // (views) and their gradients summed back below.
-  const auto batch = [](const Shape& s) { return Shape(s.begin(), s.end() - 2); };
-  const Shape common =
-      broadcast_shapes(broadcast_shapes(batch(q.shape()), batch(k.shape()), "fused_attention"),
-                       batch(v.shape()), "fused_attention");
   const auto expanded = [&](const Variable& x) {
     Shape s = common;
     s.insert(s.end(), x.shape().end() - 2, x.shape().end());
@@ -41,6 +71,21 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
                                    need_k ? sum_to(d.dk, k_shape) : Tensor(),
                                    need_v ? sum_to(d.dv, v_shape) : Tensor()};
       });
+}
+
+Variable fused_attention_reference(const Variable& q, const Variable& k, const Variable& v,
+                                   double scale, const Tensor& mask) {
+  check_attention("fused_attention_reference", q, k, v, mask);
+  // Shape: logits (..., T, S) = scale * q (..., T, D) @ k^T (..., D, S).
+  Variable logits = matmul(q, transpose(k, -1, -2)) * scale;
+  // -inf, not a large negative number: a query whose every key is hidden
+  // then softmaxes to zero weights (softmax of an all -inf row is zeros,
+  // tensor/reduce.h) and so to a zero output and zero gradients, instead of
+  // an average of values it must not see.
+  if (mask.defined())
+    logits = masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity());
+  Variable weights = softmax(logits, -1);
+  return matmul(weights, v);  // (..., T, Dv)
 }
 
 }  // namespace gradflow

@@ -23,11 +23,12 @@ std::vector<double> backward_in_parallel(int64_t parts,
   parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
       const auto i = static_cast<size_t>(part);
+      // A single part shares nothing with another: it is not marked.
       struct InPart {
         bool previous = in_part;
-        InPart() { in_part = true; }
+        explicit InPart(bool shared) { in_part = shared; }
         ~InPart() { in_part = previous; }
-      } mark;
+      } mark(parts > 1);
       try {
         LeafGradSink sink(grads[i]);
         // The graph is built, used and freed on this thread.

@@ -17,7 +17,8 @@
 //
 // REQUIRES of loss_of: different parts touch no shared state but reading the
 // parameters: no dropout drawing from a shared generator (Dropout refuses
-// while a part runs), no attention probe, no KV cache, no hooks that write.
+// while one of two or more parts runs), no attention probe, no KV cache, no
+// hooks that write.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +48,8 @@ inline PartRange part_range(int64_t n, int64_t part, int64_t parts) {
   return {part * n / parts, (part + 1) * n / parts};
 }
 
-// True on a thread while backward_in_parallel runs one of its parts there.
+// True on a thread while backward_in_parallel runs one of its parts there,
+// when there are two or more (one part alone shares nothing).
 bool in_parallel_part();
 
 }  // namespace gradflow

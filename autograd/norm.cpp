@@ -1,15 +1,39 @@
-// layer_norm over the last axis as one op: a row-wise kernel forward and one
-// backward (tensor/kernels/norm.h), in place of the nine ops (mean, sub, mul, mean,
-// add, pow, mul, mul, add) it was composed of, each a pass over the whole
-// tensor with a tensor of its own. The composed version stays as the
-// reference in tests/autograd/norm_test.cpp.
+// layer_norm over the last axis as one op, a row-wise kernel each way
+// (tensor/kernels/norm.h), and its composed reference below it.
+//
+// One kernel reads a row two or three times while it sits in cache and
+// writes it once; composed, each of the ops is a pass over the whole tensor
+// with a tensor of its own.
 #include "tensor/kernels/norm.h"
 #include "autograd/ops.h"
+#include "autograd/reference.h"
 
 namespace gradflow {
 
+namespace {
+
+// x (..., C); weight and bias (C) in x's dtype, or undefined.
+void check_layer_norm(const char* op, const Variable& x, const Variable& weight,
+                      const Variable& bias) {
+  if (!x.defined() || x.ndim() == 0)
+    fail(op, ": expected an input (..., C), got ",
+         x.defined() ? shape_str(x.shape()) : "an undefined input");
+  for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    if (!p->defined()) continue;
+    if (p->ndim() != 1 || p->shape()[0] != x.shape().back())
+      fail(op, ": expected ", what, " (", x.shape().back(), ") for input ", shape_str(x.shape()),
+           ", got ", shape_str(p->shape()));
+    if (p->dtype() != x.dtype())
+      fail(op, ": ", what, " is ", dtype_name(p->dtype()), " but the input is ",
+           dtype_name(x.dtype()));
+  }
+}
+
+}  // namespace
+
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps) {
-  if (!x.defined()) fail("layer_norm: undefined input");
+  check_layer_norm("layer_norm", x, weight, bias);
+  if (reference_ops()) return layer_norm_reference(x, weight, bias, eps);
   const Tensor w = weight.defined() ? weight.data() : Tensor();
   const Tensor b = bias.defined() ? bias.data() : Tensor();
   // Contiguous once here, so that forward and backward share the copy.
@@ -26,6 +50,17 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
         LayerNormGrads d = layer_norm_backward(g, xc, mean, rstd, w, need_x, need_w, need_b);
         return std::vector<Tensor>{d.dx, d.dweight, d.dbias};
       });
+}
+
+Variable layer_norm_reference(const Variable& x, const Variable& weight, const Variable& bias,
+                              double eps) {
+  check_layer_norm("layer_norm_reference", x, weight, bias);
+  // Shape: x (..., C); the mean and the variance (..., 1), broadcast back over C.
+  Variable centered = x - mean(x, {-1}, true);
+  Variable variance = var(x, {-1}, true, /*correction=*/0);  // biased, as PyTorch
+  Variable y = centered / sqrt(variance + eps);
+  if (weight.defined()) y = y * weight;
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace gradflow

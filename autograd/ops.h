@@ -1,6 +1,9 @@
 // The differentiable ops. Each sits with its backward in the .cpp named in
 // its section; shapes are checked before any work, and a wrong call throws
-// gradflow::Error naming the op and the shapes.
+// gradflow::Error naming the op and the shapes. Each fused op (linear,
+// gelu_linear, layer_norm, fused_attention) has a `_reference` beside it:
+// the same formula composed from the other ops here, written to be read;
+// reference_ops() switches every call to it (autograd/reference.h).
 //
 // Broadcasting follows NumPy; a backward sums the gradient back down to each
 // input's shape. Letters in shape comments: B batch, T (query) positions,
@@ -54,15 +57,6 @@ MaxVariable max(const Variable& x, int64_t axis, bool keepdim = false);
 // ---- softmax.cpp: along one axis, numerically stable ---------------------
 Variable softmax(const Variable& x, int64_t axis);      // dx = y (g - sum(g y))
 Variable log_softmax(const Variable& x, int64_t axis);  // dx = g - softmax(x) sum(g)
-// softmax(scale * scores, masked entries -inf) along the last axis in one
-// kernel: attention's scale, mask and softmax fused. `mask` (any dtype, 1 =
-// hidden) is undefined or broadcasts to scores' shape; a fully masked row
-// gives zeros. dscores = scale y (g - sum(g y)), 0 at masked entries.
-Variable scaled_masked_softmax(const Variable& scores, double scale, const Tensor& mask);
-// matmul(scaled_masked_softmax(matmul(q, k^T), scale, mask), v), keeping only
-// q, k and v: the backward recomputes the (..., T, S) weights (attention.cpp).
-Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
-                         const Tensor& mask);
 
 // ---- norm.cpp: LayerNorm over the last axis, fused ------------------------
 // (x - mean) / sqrt(var + eps) * weight + bias over the last axis, var the
@@ -71,6 +65,9 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 // dx = (g - mean(g) - xhat mean(g xhat)) / sqrt(var + eps), dweight = sum(dy xhat),
 // dbias = sum(dy), the sums over every axis but the last.
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps);
+// The same composed: (x - mean(x)) / sqrt(var(x, correction 0) + eps) * weight + bias.
+Variable layer_norm_reference(const Variable& x, const Variable& weight, const Variable& bias,
+                              double eps);
 
 // ---- matmul.cpp: (..., M, K) @ (..., K, N) -> (..., M, N) ------------------
 Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T g
@@ -79,9 +76,28 @@ Variable matmul(const Variable& a, const Variable& b);  // dA = g B^T, dB = A^T 
 // x weight^T + bias -> (..., N), the bias added inside GEMM.
 // dx = g weight, dweight = g^T x, dbias = g summed over every axis but the last.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// The same composed: matmul(x, weight^T) + bias.
+Variable linear_reference(const Variable& x, const Variable& weight, const Variable& bias);
 // linear(gelu(h), weight, bias), recomputing gelu(h) in the backward instead
 // of keeping it (a feed-forward's memory).
 Variable gelu_linear(const Variable& h, const Variable& weight, const Variable& bias);
+// The same composed: linear_reference(gelu(h), weight, bias).
+Variable gelu_linear_reference(const Variable& h, const Variable& weight, const Variable& bias);
+
+// ---- attention.cpp: scaled dot-product attention, fused -------------------
+// out = softmax(scale * q k^T, masked keys -inf) v along the last axis, with
+// q (..., T, D), k (..., S, D), v (..., S, Dv) -> (..., T, Dv); the batch axes
+// broadcast. `mask` (any dtype, non-zero = hidden) is undefined or broadcasts
+// to (..., T, S); a query with every key hidden gets zero weights, a zero
+// output and zero gradients. Keeps only q, k and v: the backward recomputes
+// the (..., T, S) weights. With P the weights: dv = P^T g, dP = g v^T,
+// dlogits = P (dP - rowsum(P dP)), dq = scale dlogits k, dk = scale dlogits^T q.
+Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
+                         const Tensor& mask);
+// The same composed: matmul(softmax(masked_fill(scale * matmul(q, k^T), mask,
+// -inf)), v).
+Variable fused_attention_reference(const Variable& q, const Variable& k, const Variable& v,
+                                   double scale, const Tensor& mask);
 
 // ---- index.cpp ----------------------------------------------------------
 Variable index_select(const Variable& x, int64_t axis, const Tensor& index);

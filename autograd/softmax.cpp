@@ -1,12 +1,10 @@
-// softmax and log_softmax along one axis, and attention's scaled, masked
-// softmax. Every backward uses the output it saved, never exp of the input,
-// so they stay finite wherever the forward was.
+// softmax and log_softmax along one axis. Each backward uses the output it
+// saved, never exp of the input, so it stays finite wherever the forward was.
 #include <cmath>
 
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
 #include "tensor/map.h"
-#include "tensor/kernels/masked_softmax.h"
 
 namespace gradflow {
 
@@ -29,15 +27,6 @@ Variable log_softmax(const Variable& x, int64_t axis) {
     return std::vector<Tensor>{
         map_ternary(g, y, total, "log_softmax_backward",
                     [](auto q, auto p, auto t) { return q - std::exp(p) * t; })};
-  });
-}
-
-Variable scaled_masked_softmax(const Variable& scores, double scale, const Tensor& mask) {
-  // Saves only y: the backward needs neither the scores nor the mask, since
-  // y is 0 wherever the mask hid a key.
-  Tensor y = scaled_masked_softmax(scores.data(), scale, mask);
-  return make_result(y, "scaled_masked_softmax", {scores}, [y, scale](const Tensor& g) {
-    return std::vector<Tensor>{scaled_masked_softmax_backward(g, y, scale)};
   });
 }
 

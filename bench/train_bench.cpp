@@ -22,7 +22,9 @@
 #include <utility>
 
 #include "autograd/data_parallel.h"
+#include "autograd/reference.h"
 #include "examples/common/args.h"
+#include "examples/common/memory_estimate.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
@@ -114,9 +116,14 @@ int run(int argc, char** argv) {
   args.add_choice("--parallel", &parallel, {"batch", "ops"},
                   "how threads share a step: batch runs parts of the batch at once, one per "
                   "thread (autograd/data_parallel.h); ops cuts every kernel over the threads");
+  bool reference = false;
+  args.add_flag("--reference", &reference,
+                "run every fused op as its composed reference (autograd/reference.h), to see "
+                "what the fused kernels save");
   bool memory = false;
   args.add_flag("--memory", &memory,
-                "also print, on stderr, the tensor memory: peak held at once and cached");
+                "also print, on stderr, the tensor memory (peak held at once, cached) and the "
+                "estimate the run was checked against before it started");
   args.parse(argc, argv);
 
   Workload w = named_workload(workload);
@@ -130,6 +137,7 @@ int run(int argc, char** argv) {
     if (args.seen(name)) w.*field = given.*field;
 
   set_num_threads(threads);
+  set_reference_ops(reference);
   nn::ModelConfig config;
   config.vocab = w.vocab;
   config.d_model = w.d_model;
@@ -138,6 +146,15 @@ int run(int argc, char** argv) {
   config.d_ff = w.d_ff;
   config.max_len = w.seq;
   config.validate();  // e.g. d_model not divisible by heads: one line, exit 2
+  const examples::MemoryEstimate estimate = examples::estimate_training_memory(
+      {.kind = w.kind == "encdec"    ? examples::ModelKind::kEncoderDecoder
+               : w.kind == "decoder" ? examples::ModelKind::kDecoder
+                                     : examples::ModelKind::kEncoder,
+       .config = config,
+       .batch = w.batch,
+       .src_len = w.seq,
+       .tgt_len = w.seq});
+  examples::check_memory(estimate, examples::available_memory_bytes());
 
   Generator gen(static_cast<uint64_t>(seed));
   // The model, and its forward on the (src, tgt) batch as the peer calls it:
@@ -153,7 +170,7 @@ int run(int argc, char** argv) {
     forward = [m](const Tensor&, const Tensor& tgt) { return m->forward(tgt); };
     model = m;
   } else {
-    auto m = std::make_shared<nn::EncoderClassifier>(config, /*classes=*/0, gen);
+    auto m = std::make_shared<nn::EncoderClassifier>(/*classes=*/0, config, gen);
     forward = [m](const Tensor& src, const Tensor&) { return m->forward(src); };
     model = m;
   }
@@ -204,6 +221,10 @@ int run(int argc, char** argv) {
         "tensor memory: peak %.1f MB held at once, %.1f MB cached, %llu blocks from the system\n",
         static_cast<double>(m.peak_live_bytes) / 1e6, static_cast<double>(m.cached_bytes) / 1e6,
         static_cast<unsigned long long>(m.system_allocations));
+    std::fprintf(stderr,
+                 "estimated before the run (examples/common/memory_estimate.h): %.1f MB in all, "
+                 "%.1f MB of activations\n",
+                 estimate.total_bytes / 1e6, estimate.activation_bytes / 1e6);
   }
   return 0;
 }

@@ -12,11 +12,11 @@
 #include "examples/common/args.h"
 #include "examples/common/training.h"
 #include "nn/data/char_dataset.h"
+#include "nn/data/text_corpus.h"
 #include "nn/generate.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
-#include "nn/data/text_corpus.h"
 #include "tensor/creation.h"
 
 namespace gradflow::examples {
@@ -51,6 +51,25 @@ std::string sample(const nn::DecoderLM& model, const nn::CharDataset& data,
   return data.decode(prompt) + data.decode(std::span(ids).subspan(start));
 }
 
+// The default prompt, made of characters the model knows: "The " if the text
+// has them, else its opening up to and including its first space or newline
+// (at most 16 bytes).
+std::string default_prompt(const nn::CharDataset& data) {
+  try {
+    data.encode("The ");
+    return "The ";
+  } catch (const std::exception&) {
+  }
+  const int64_t n = std::min<int64_t>(data.size(), 16);
+  std::string out;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int64_t> ids = {data.id_at(i)};
+    out += data.decode(ids);
+    if (out.back() == ' ' || out.back() == '\n') break;
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   cli::ArgParser args("charlm",
                       "Train a character-level transformer language model (decoder-only) on a "
@@ -75,14 +94,17 @@ int run(int argc, char** argv) {
   add_common_flags(args, run_flags, flags);
   double temperature = 0.8;
   int64_t top_k = 0, sample_tokens = 300, eval_batches = 8;
-  std::string prompt = "The ";
+  std::string prompt;
   bool sample_each_eval = false;
   args.add("--temperature", &temperature, "sampling temperature (0: greedy)").min(0).max(100);
   args.add("--top-k", &top_k, "sample from the k likeliest characters (0: all)").min(0);
   args.add("--sample-tokens", &sample_tokens, "characters to sample at the end").min(0);
-  args.add("--prompt", &prompt, "text the samples start from").check([](const std::string& p) {
-    if (p.empty()) throw cli::UsageError("must not be empty");
-  });
+  args.add("--prompt", &prompt,
+           "text the samples start from (if not given: \"The \" if the text has those characters, "
+           "else its first word)")
+      .check([](const std::string& p) {
+        if (p.empty()) throw cli::UsageError("must not be empty");
+      });
   args.add_flag("--sample-each-eval", &sample_each_eval, "also print a sample at each evaluation");
   args.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
       .min(1)
@@ -101,6 +123,7 @@ int run(int argc, char** argv) {
           std::string(split == nn::Split::Train ? "training" : "validation") + " part has " +
           std::to_string(data.split_size(split)) +
           " characters, fewer than --context + 1 = " + std::to_string(context + 1));
+  if (prompt.empty()) prompt = default_prompt(data);
   std::vector<int64_t> prompt_ids;
   try {
     prompt_ids = data.encode(prompt);
@@ -112,6 +135,9 @@ int run(int argc, char** argv) {
 
   const nn::ModelConfig config = resumed.empty() ? model_config(flags, data.vocab_size(), context)
                                                  : config_from_metadata(resumed);
+  const cli::RunLock lock = prepare_run(
+      flags,
+      {.kind = ModelKind::kDecoder, .config = config, .batch = flags.batch, .tgt_len = context});
   Generator init(static_cast<uint64_t>(flags.seed)), batches(static_cast<uint64_t>(flags.seed) + 1),
       sampler(static_cast<uint64_t>(flags.seed) + 2);
   nn::DecoderLM model(config, init);

@@ -115,8 +115,13 @@ int run(int argc, char** argv) {
   const nn::ModelConfig config = resumed.empty()
                                      ? model_config(flags, task.symbols + 1, task.max_len)
                                      : config_from_metadata(resumed);
+  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kEncoder,
+                                                .config = config,
+                                                .batch = flags.batch,
+                                                .src_len = task.max_len,
+                                                .classes = 2});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
-  nn::EncoderClassifier model(config, 2, init);
+  nn::EncoderClassifier model(/*classes=*/2, config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
   const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
   // Held out: its own generator, so it neither moves nor replays the training stream.

@@ -9,7 +9,9 @@
 //   metadata:
 //     step = 1500
 //
-// Every rule of the format is checked by nn::load_safetensors before anything
+// Every dtype of the format is listed (BF16, F16, I8, BOOL, F8_E4M3, ...:
+// nn/io/safetensors_dtypes.h), not only those gradflow computes in. Every
+// rule of the format is checked by nn::load_safetensors_header before anything
 // is printed, so a broken file (missing, a directory, empty, truncated, a bad
 // header, overlapping data, ...) gives one line "inspect_checkpoint: error:
 // REASON" on stderr and exit code 2, and a half-printed table never appears.
@@ -92,18 +94,18 @@ struct Row {
 };
 
 // file_bytes: the size on disk, when the file is a regular one.
-void print_report(const nn::SafetensorsFile& file, std::optional<uint64_t> file_bytes) {
+void print_report(const nn::SafetensorsHeader& file, std::optional<uint64_t> file_bytes) {
   std::vector<Row> rows;
   uint64_t parameters = 0, bytes = 0;
   Row header{"name", "dtype", "shape", "elements"};
   size_t w_name = width(header.name), w_dtype = width(header.dtype), w_shape = width(header.shape),
          w_elements = width(header.elements);
-  for (const auto& [name, tensor] : file.tensors) {
-    const auto n = static_cast<uint64_t>(tensor.numel());
+  for (const nn::SafetensorsEntry& tensor : file.tensors) {
+    uint64_t n = 1;  // the reader checked that the sizes multiply within 2^63
+    for (int64_t size : tensor.shape) n *= static_cast<uint64_t>(size);
     parameters += n;
-    bytes += n * dtype_size(tensor.dtype());
-    Row row{printable(name), std::string(nn::safetensors_dtype(tensor.dtype())),
-            shape_text(tensor.shape()), with_commas(n)};
+    bytes += tensor.end - tensor.begin;
+    Row row{printable(tensor.name), tensor.dtype, shape_text(tensor.shape), with_commas(n)};
     w_name = std::max(w_name, width(row.name));
     w_dtype = std::max(w_dtype, width(row.dtype));
     w_shape = std::max(w_shape, width(row.shape));
@@ -131,16 +133,16 @@ void print_report(const nn::SafetensorsFile& file, std::optional<uint64_t> file_
 int run(int argc, char** argv) {
   cli::ArgParser args("inspect_checkpoint",
                       "List the tensors (name, dtype, shape, elements), totals and metadata of a "
-                      "safetensors checkpoint. A file that breaks the format is reported in one "
-                      "line with exit code 2.");
+                      "safetensors checkpoint, in any of the format's dtypes. A file that breaks "
+                      "the format is reported in one line with exit code 2.");
   std::string path;
   args.add_positional("FILE", &path, "the .safetensors file to inspect").required();
   args.parse(argc, argv);
 
   struct stat info {};
   const bool regular = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-  const nn::SafetensorsFile file =
-      nn::load_safetensors(path, regular ? nn::kMaxSafetensorsFileBytes : kMaxStreamBytes);
+  const nn::SafetensorsHeader file =
+      nn::load_safetensors_header(path, regular ? nn::kMaxSafetensorsFileBytes : kMaxStreamBytes);
   print_report(file, regular ? std::optional<uint64_t>(info.st_size) : std::nullopt);
   return 0;
 }

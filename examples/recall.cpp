@@ -11,10 +11,10 @@
 
 #include "examples/common/args.h"
 #include "examples/common/training.h"
+#include "nn/data/recall_task.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
-#include "nn/data/recall_task.h"
 
 namespace gradflow::examples {
 namespace {
@@ -159,6 +159,10 @@ int run(int argc, char** argv) {
   const nn::ModelConfig config =
       resumed.empty() ? model_config(flags, nn::recall_vocab_size(task), nn::recall_seq_len(task))
                       : config_from_metadata(resumed);
+  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kDecoder,
+                                                .config = config,
+                                                .batch = flags.batch,
+                                                .tgt_len = nn::recall_seq_len(task)});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::DecoderLM model(config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);

@@ -12,8 +12,11 @@
 #include <memory>
 #include <set>
 
+#include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_lock.h"
+#include "examples/common/signals.h"
 #include "examples/study/full_analysis.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
@@ -97,6 +100,10 @@ int run(int argc, char** argv) {
   args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 32)")
       .min(0)
       .max(4096);
+  bool reference = false;
+  args.add_flag("--reference", &reference,
+                "run every fused op as its composed reference (autograd/reference.h): slower, "
+                "the same results up to rounding");
   std::string parts;
   args.add("--parts", &parts,
            "which parts to run, comma-separated from A to F (empty: A,B,D, or all with --full)");
@@ -110,7 +117,11 @@ int run(int argc, char** argv) {
     run.insert(p);
   }
   const auto start = std::chrono::steady_clock::now();
-  std::filesystem::create_directories(out);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (!std::filesystem::is_directory(out))
+    throw cli::UsageError("--out " + out + ": cannot create the directory" +
+                          (ec ? ": " + ec.message() : ""));
   study::RunInfo info;
   info.command = command_line(argc, argv);
   info.seed = static_cast<uint64_t>(seed);
@@ -154,10 +165,17 @@ int run(int argc, char** argv) {
   info.lr_sweep.threads = info.width.threads = info.depth_training.threads = threads;
   info.lr_sweep.modes = info.part_b.modes;
   set_num_threads(1);  // parallelism comes from running several jobs at once
+  // Process-wide, so the jobs' threads all see it; set before any job starts.
+  set_reference_ops(reference);
   // Unscaled attention saturates, and its gradients are then full of denormal
   // floats, which Intel cores handle several times slower (tensor/parallel.h).
   set_flush_denormals(true);
 
+  // One study per folder at a time; a stop signal ends the parts' jobs early
+  // and the study writes nothing: its report is made from every part at once,
+  // and a partial one would read as a finished study.
+  const cli::RunLock lock(out);
+  cli::StopSignals stop_signals;
   std::unique_ptr<cli::Progress> bar;
   std::vector<study::InitRow> init;
   std::vector<study::DepthRow> depth;
@@ -165,39 +183,48 @@ int run(int argc, char** argv) {
   auto seconds_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  if (run.count("A")) {
-    const auto t = std::chrono::steady_clock::now();
-    init = study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
-    info.seconds_a = seconds_since(t);
-  }
-  if (run.count("D")) {
-    const auto t = std::chrono::steady_clock::now();
-    depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
-    info.seconds_d = seconds_since(t);
-  }
-  if (run.count("B")) {
-    const auto t = std::chrono::steady_clock::now();
-    training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
-    info.seconds_b = seconds_since(t);
-  }
   study::FullResults extra;
-  if (run.count("C")) {
-    const auto t = std::chrono::steady_clock::now();
-    extra.sweep =
-        study::run_lr_sweep(info.lr_sweep, progress_for(bar, "Part C: learning rates", "run"));
-    info.seconds_c = seconds_since(t);
-  }
-  if (run.count("E")) {
-    const auto t = std::chrono::steady_clock::now();
-    extra.width =
-        study::run_width_sweep(info.width, progress_for(bar, "Part E: width and muP", "run"));
-    info.seconds_e = seconds_since(t);
-  }
-  if (run.count("F")) {
-    const auto t = std::chrono::steady_clock::now();
-    extra.depth = study::run_depth_training(info.depth_training,
-                                            progress_for(bar, "Part F: depth in training", "run"));
-    info.seconds_f = seconds_since(t);
+  try {
+    if (run.count("A")) {
+      const auto t = std::chrono::steady_clock::now();
+      init =
+          study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
+      info.seconds_a = seconds_since(t);
+    }
+    if (run.count("D")) {
+      const auto t = std::chrono::steady_clock::now();
+      depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
+      info.seconds_d = seconds_since(t);
+    }
+    if (run.count("B")) {
+      const auto t = std::chrono::steady_clock::now();
+      training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
+      info.seconds_b = seconds_since(t);
+    }
+    if (run.count("C")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.sweep =
+          study::run_lr_sweep(info.lr_sweep, progress_for(bar, "Part C: learning rates", "run"));
+      info.seconds_c = seconds_since(t);
+    }
+    if (run.count("E")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.width =
+          study::run_width_sweep(info.width, progress_for(bar, "Part E: width and muP", "run"));
+      info.seconds_e = seconds_since(t);
+    }
+    if (run.count("F")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.depth = study::run_depth_training(
+          info.depth_training, progress_for(bar, "Part F: depth in training", "run"));
+      info.seconds_f = seconds_since(t);
+    }
+  } catch (const study::Interrupted& stopped) {
+    bar.reset();  // ends its line
+    std::fflush(stdout);
+    std::fprintf(stderr, "scaling_study: interrupted by %s; nothing written to %s\n",
+                 stopped.what(), out.c_str());
+    return cli::exit_code_for_signal(stopped.signal());
   }
   info.seconds = seconds_since(start);
   study::write_report(out, info, init, training, depth, extra);

@@ -9,10 +9,10 @@
 
 #include "examples/common/args.h"
 #include "examples/common/training.h"
+#include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
-#include "nn/data/toy_tasks.h"
 
 namespace gradflow::examples {
 namespace {
@@ -93,7 +93,9 @@ int run(int argc, char** argv) {
       .max(nn::kMaxToyLength);
   add_common_flags(args, run_flags, flags);
   int64_t eval_examples = 512, show = 6;
-  args.add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)").min(1);
+  args.add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)")
+      .min(1)
+      .max(1 << 20);
   args.add("--show", &show, "greedy decodes printed at the end").min(0);
   args.parse(argc, argv);
   nn::Metadata resumed = setup_run("seq2seq", args, argc, argv, run_flags, flags);
@@ -108,6 +110,11 @@ int run(int argc, char** argv) {
                                      ? model_config(flags, nn::vocab_size(task),
                                                     std::max(nn::src_len(task), nn::tgt_len(task)))
                                      : config_from_metadata(resumed);
+  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kEncoderDecoder,
+                                                .config = config,
+                                                .batch = flags.batch,
+                                                .src_len = nn::src_len(task),
+                                                .tgt_len = nn::tgt_len(task)});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::EncoderDecoder model(config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);

@@ -1,9 +1,12 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "nn/qk_norm.h"
+#include "nn/rope.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
 
@@ -22,6 +25,9 @@ ScaleMode ScaleMode::parse(const std::string& name) {
     double value = std::strtod(number.c_str(), &end);
     if (number.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
       fail("scale mode: '", name, "' needs a positive number after const:, e.g. const:0.125");
+    // Attention runs in float32: a larger scale would be infinity there.
+    if (value > std::numeric_limits<float>::max())
+      fail("scale mode: '", name, "': ", number, " does not fit in float32 (at most 3.4e38)");
     return {Constant, value};
   }
   fail("scale mode: unknown '", name,
@@ -69,31 +75,27 @@ double ScaleMode::value(int64_t d_k) const {
   }
 }
 
-Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
-  Tensor mask = zeros({t, s}, dtype);
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = i + offset + 1; j < s; ++j) mask.set({i, j}, 1);
-  return mask;
-}
-
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const Tensor& mask, double fixed_scale, const Variable& scale,
-                                      AttentionProbe* probe) {
+                                      AttentionProbe* probe, const ScoreTransform& transform) {
   if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim() ||
       q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
     fail(
         "scaled_dot_product_attention: expected q (..., T, D), k (..., S, D), v (..., S, Dv), got ",
         shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
-  if (!probe && !scale.defined()) {
+  if (!probe && !scale.defined() && !transform) {
     // One kernel for scale, mask and softmax, and no (T, S) tensor kept for
     // the backward, which recomputes the weights. The study's probe needs the
-    // logits as a live graph node, and a learned scale its gradient: those
-    // take the composed path below.
+    // logits as a live graph node, a learned scale its gradient and a score
+    // transform the logits themselves: those take the composed path below.
     return fused_attention(q, k, v, fixed_scale, mask);
   }
+  // The composition of fused_attention_reference, keeping the logits and
+  // weights for the probe and taking the scale as a Variable when learned.
   // Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T (B, H, D, S).
   Variable scores = matmul(q, transpose(k, -1, -2));
   Variable logits = scale.defined() ? scores * scale : scores * fixed_scale;
+  if (transform) logits = transform(logits);
   Variable weights;
   if (mask.defined()) {
     // -inf, not a large negative number: a row with every key masked then
@@ -108,31 +110,36 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   return matmul(weights, v);
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale_mode,
-                                       Generator& gen, DType dtype, int64_t head_dim)
-    : d_model_(d_model), heads_(heads), scale_(scale_mode) {
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& config, Init init)
+    : config_(config), d_model_(d_model) {
+  const int64_t heads = config.heads, head_dim = config.head_dim;
   if (head_dim < 0) fail("MultiHeadAttention: head_dim must be >= 0, got ", head_dim);
   if (d_model <= 0 || heads <= 0 || (head_dim == 0 && d_model % heads != 0))
     fail("MultiHeadAttention: d_model (", d_model, ") must be a positive multiple of heads (",
          heads, ")");
   d_k_ = head_dim ? head_dim : d_model / heads;
   inner_ = heads * d_k_;
-  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, inner_, true, gen, dtype));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(inner_, d_model, true, gen, dtype));
-  if (scale_.kind == ScaleMode::QkNorm) {
-    q_norm = register_module("q_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
-    k_norm = register_module("k_norm", std::make_shared<LayerNorm>(d_k_, 1e-5, dtype));
-  }
-  if (scale_.kind == ScaleMode::Learned)
-    scale = register_parameter("scale", full({1}, scale_.value(d_k_), dtype));
+  q_proj =
+      register_module("q_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  k_proj =
+      register_module("k_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  v_proj =
+      register_module("v_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
+  o_proj =
+      register_module("o_proj", std::make_shared<Linear>(inner_, d_model, LinearOptions{}, init));
+  // The built-in variants. qk_norm's parameters keep the names they had
+  // before variants existed, "q_norm.weight": no name level of its own.
+  if (config.scale.kind == ScaleMode::QkNorm)
+    add_variant("", std::make_shared<QkNorm>(d_k_, LayerNormOptions{}, init));
+  if (config.rope) add_variant("rope", std::make_shared<Rope>(d_k_));
+  if (config.scale.kind == ScaleMode::Learned)
+    scale = register_parameter("scale", full({1}, config.scale.value(d_k_), init.dtype));
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
   const int64_t b = x.shape()[0], t = x.shape()[1];
   // A view: (B, T, H, D) then swap T and H; GEMM reads the strides as they are.
-  return transpose(reshape(x, {b, t, heads_, d_k_}), 1, 2);
+  return transpose(reshape(x, {b, t, config_.heads, d_k_}), 1, 2);
 }
 
 Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, const Tensor& mask,
@@ -142,7 +149,16 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     fail("MultiHeadAttention: expected x (B, T, ", d_model_, ") and memory (B, S, ", d_model_,
          "), got ", shape_str(x.shape()), " and ", shape_str(memory.shape()));
   const int64_t b = x.shape()[0], t = x.shape()[1];
+  // The cache holds plain tensors: with gradients on, those of k_proj and
+  // v_proj would be silently cut after the first step.
+  if (cache && grad_enabled())
+    fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
+  // New queries start where the cache's queries end; new keys where its keys
+  // end (cross-attention's keys, the memory, always start at 0).
+  AttentionPositions at{.query_start = cache ? cache->queries : 0,
+                        .key_start = cache && !cache->fixed ? cache->length() : 0};
   Variable q = split_heads(q_proj->forward(x));
+  for (const auto& variant : variants_) q = variant->transform_query(q, at);
   Variable k, v;
   if (cache && cache->fixed && cache->k.defined()) {
     k = Variable(cache->k);
@@ -150,33 +166,38 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
   } else {
     k = split_heads(k_proj->forward(memory));
     v = split_heads(v_proj->forward(memory));
+    for (const auto& variant : variants_) k = variant->transform_key(k, at);
   }
   if (cache) {
-    // The cache holds plain tensors: with gradients on, those of k_proj and
-    // v_proj would be silently cut after the first step.
-    if (grad_enabled())
-      fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
     if (!cache->fixed && cache->k.defined()) {
       k = Variable(cat({cache->k, k.data()}, 2));
       v = Variable(cat({cache->v, v.data()}, 2));
     }
     cache->k = k.data();
     cache->v = v.data();
+    cache->queries += t;
   }
-  if (q_norm) {
-    q = q_norm->forward(q);
-    k = k_norm->forward(k);
-  }
-  Variable heads = scaled_dot_product_attention(q, k, v, mask, scale_.value(d_k_), scale,
-                                                record_probe ? &probe : nullptr);
+  // The scores cover every key, the cached ones included.
+  at.key_start = 0;
+  ScoreTransform transform = nullptr;
+  if (std::any_of(variants_.begin(), variants_.end(),
+                  [](const auto& v) { return v->transforms_scores(); }))
+    transform = [this, at](const Variable& logits) {
+      Variable out = logits;
+      for (const auto& v : variants_)
+        if (v->transforms_scores()) out = v->transform_scores(out, at);
+      return out;
+    };
+  Variable heads = scaled_dot_product_attention(q, k, v, mask, config_.scale.value(d_k_), scale,
+                                                record_probe ? &probe : nullptr, transform);
   // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
   return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, inner_}));
 }
 
 std::string MultiHeadAttention::describe() const {
   return "MultiHeadAttention(d_model=" + std::to_string(d_model_) +
-         ", heads=" + std::to_string(heads_) + ", d_k=" + std::to_string(d_k_) +
-         ", scale=" + scale_.name() + ")";
+         ", heads=" + std::to_string(config_.heads) + ", d_k=" + std::to_string(d_k_) +
+         ", scale=" + config_.scale.name() + ")";
 }
 
 }  // namespace gradflow::nn

@@ -1,5 +1,7 @@
 // Scaled dot-product attention with the scale as the user's choice, and
-// multi-head attention built from separate Q, K, V and O projections.
+// multi-head attention built from separate Q, K, V and O projections, with
+// AttentionVariants (attention_variant.h) as its extension point. Masks, and
+// what their values mean, are in masks.h.
 //
 // Shapes: q (B, H, T, D), k and v (B, H, S, D), weights (B, H, T, S), with T
 // query positions, S key positions, H heads of size D = d_k = d_model / H.
@@ -15,13 +17,16 @@
 //                  then 1/sqrt(d_k), as Dehghani et al. 2023
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autograd/ops.h"
+#include "nn/attention_variant.h"
 #include "nn/linear.h"
+#include "nn/masks.h"
 #include "nn/module.h"
-#include "nn/norm.h"
 
 namespace gradflow::nn {
 
@@ -40,43 +45,56 @@ struct ScaleMode {
 // gradient hook registered on them before backward sees the gradient at the
 // scores. Recording them changes the result only by rounding: with a probe
 // (or a learned scale) the weights come from the composed mul, masked_fill
-// and softmax, without one from the fused scaled_masked_softmax.
+// and softmax, without one from the fused attention kernel (fused_attention,
+// or with reference_ops() on its composed reference, autograd/reference.h).
 struct AttentionProbe {
   Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
   Variable weights;  // softmax output, (B, H, T, S)
   Tensor mask;       // the mask that was applied (1 = hidden), or undefined
 };
 
-// softmax(scale * q k^T, masked) v. `mask` is 1 where a key is hidden and
-// broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d or (1)
-// Variable (learned) or undefined, then `fixed_scale` is used. A query whose
+// logits (B, H, T, S) -> the same shape, applied before the mask.
+using ScoreTransform = std::function<Variable(const Variable& logits)>;
+
+// softmax(transform(scale * q k^T), masked) v. `mask` (masks.h: nonzero =
+// hidden) broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d
+// or (1) Variable (learned) or undefined, then `fixed_scale` is used.
+// `transform`, if given, changes the logits before the mask. A query whose
 // keys are all masked gets zero weights, a zero output and zero gradients.
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const Tensor& mask, double fixed_scale,
                                       const Variable& scale = Variable(),
-                                      AttentionProbe* probe = nullptr);
-
-// (T, S) float mask, 1 above the diagonal: query i may not see key j > i + offset.
-Tensor causal_mask(int64_t t, int64_t s, DType dtype = DType::Float32, int64_t offset = 0);
+                                      AttentionProbe* probe = nullptr,
+                                      const ScoreTransform& transform = nullptr);
 
 // Keys and values of the positions seen so far, for generation: each new
 // token then costs one position instead of re-running the whole prefix.
 // For cross-attention the memory does not grow: `fixed` keys and values are
-// computed on the first step and reused after.
+// computed on the first step and reused after. The keys are stored as the
+// variants left them (a cached key is not transformed again).
 struct KVCache {
-  Tensor k{}, v{};  // (B, H, S_so_far, D), undefined before the first step
-  bool fixed = false;
+  Tensor k{}, v{};      // (B, H, S_so_far, D), undefined before the first step
+  bool fixed = false;   // cross-attention: computed once from the memory
+  int64_t queries = 0;  // queries seen so far: the position of the next one
   int64_t length() const { return k.defined() ? k.shape()[2] : 0; }
+};
+
+// What a MultiHeadAttention is, besides its width d_model. Every attention
+// layer of a block reads the block's one AttentionConfig, so a field set
+// there (head_dim, say) reaches self- and cross-attention alike.
+struct AttentionConfig {
+  int64_t heads = 4;
+  // d_k of each head. 0: d_model / heads (which must divide). Another value
+  // decouples d_k from the model width: q, k and v map d_model to
+  // heads * head_dim and o maps it back (the scaling study varies d_k so).
+  int64_t head_dim = 0;
+  ScaleMode scale = {};  // 1/sqrt(d_k); qk_norm adds the QkNorm variant
+  bool rope = false;     // rotary position embeddings on q and k (rope.h), base 10000
 };
 
 class MultiHeadAttention : public Module {
  public:
-  // head_dim 0 means d_model / heads (which must divide). Another value
-  // decouples d_k from the model width: the projections map d_model to
-  // heads * head_dim and back (the scaling study varies d_k this way).
-  MultiHeadAttention(int64_t d_model, int64_t heads, ScaleMode scale = {},
-                     Generator& gen = default_generator(), DType dtype = DType::Float32,
-                     int64_t head_dim = 0);
+  MultiHeadAttention(int64_t d_model, const AttentionConfig& config = {}, Init init = {});
 
   // x (B, T, C) attends to memory (B, S, C): pass x itself for
   // self-attention, the encoder output for cross-attention. With a cache,
@@ -85,22 +103,40 @@ class MultiHeadAttention : public Module {
                    KVCache* cache = nullptr);
   std::string describe() const override;
 
-  int64_t heads() const { return heads_; }
+  // Registers `variant` as the child `name` (its parameters become
+  // "name.<param>") and calls its hooks from then on, after those of the
+  // variants added before it. Add variants before building the optimizer.
+  // Returns the variant.
+  template <class V>
+  std::shared_ptr<V> add_variant(std::string name, std::shared_ptr<V> variant) {
+    variants_.push_back(register_module(std::move(name), variant));
+    return variant;
+  }
+  // The first variant of type V, or null.
+  template <class V>
+  V* variant() const {
+    for (const auto& v : variants_)
+      if (auto* found = dynamic_cast<V*>(v.get())) return found;
+    return nullptr;
+  }
+
+  int64_t heads() const { return config_.heads; }
   int64_t d_k() const { return d_k_; }
-  const ScaleMode& scale_mode() const { return scale_; }
+  const ScaleMode& scale_mode() const { return config_.scale; }
+  const AttentionConfig& config() const { return config_; }
 
   // Set record_probe to keep the last forward's logits and weights.
   bool record_probe = false;
   AttentionProbe probe;
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
-  std::shared_ptr<LayerNorm> q_norm, k_norm;  // qk_norm mode only
-  Variable scale;                             // learned mode only
+  Variable scale;  // learned mode only
 
  private:
   Variable split_heads(const Variable& x) const;  // (B, T, C) -> (B, H, T, D)
-  int64_t d_model_, heads_, d_k_, inner_;         // inner_ = heads_ * d_k_
-  ScaleMode scale_;
+  AttentionConfig config_;
+  int64_t d_model_, d_k_, inner_;  // inner_ = heads * d_k_
+  std::vector<std::shared_ptr<AttentionVariant>> variants_;
 };
 
 }  // namespace gradflow::nn

@@ -7,7 +7,7 @@
 
 namespace gradflow::nn {
 
-Dropout::Dropout(double p, Generator& gen) : p_(p), gen_(&gen) {
+Dropout::Dropout(double p, Init init) : p_(p), gen_(&init.generator()) {
   if (!(p >= 0 && p < 1)) fail("Dropout: p must be in [0, 1), got ", p);
 }
 

@@ -5,10 +5,10 @@
 
 namespace gradflow::nn {
 
-Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, DType dtype) : num_(num), dim_(dim) {
+Embedding::Embedding(int64_t num, int64_t dim, Init init) : num_(num), dim_(dim) {
   check_positive("Embedding", num, "num_embeddings");
   check_positive("Embedding", dim, "embedding_dim");
-  weight = register_parameter("weight", randn({num, dim}, gen, dtype));
+  weight = register_parameter("weight", randn({num, dim}, init.generator(), init.dtype));
 }
 
 Variable Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }

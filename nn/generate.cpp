@@ -55,13 +55,13 @@ Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOpti
   NoGradGuard no_grad;
   Tensor ids = prompt.contiguous();
   std::vector<LayerCache> caches;
-  Tensor logits = model.forward(ids, options.use_cache ? &caches : nullptr).data();
+  Tensor logits = model.forward(ids, Tensor(), options.use_cache ? &caches : nullptr).data();
   for (int64_t step = 0; step < options.new_tokens; ++step) {
     Tensor last = logits.select(1, logits.shape()[1] - 1);
     Tensor next = sample_tokens(last, options.temperature, options.top_k, gen);
     ids = cat({ids, next}, 1);
     if (step + 1 == options.new_tokens) break;
-    logits = options.use_cache ? model.forward(next, &caches, ids.shape()[1] - 1).data()
+    logits = options.use_cache ? model.forward(next, Tensor(), &caches, ids.shape()[1] - 1).data()
                                : model.forward(ids).data();
   }
   return ids;

@@ -7,13 +7,13 @@
 
 namespace gradflow::nn {
 
-Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen, DType dtype)
-    : in_(in), out_(out) {
+Linear::Linear(int64_t in, int64_t out, LinearOptions options, Init init) : in_(in), out_(out) {
   check_positive("Linear", in, "in_features");
   check_positive("Linear", out, "out_features");
   double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  weight = register_parameter("weight", rand({out, in}, gen, dtype, -bound, bound));
-  if (has_bias) bias = register_parameter("bias", rand({out}, gen, dtype, -bound, bound));
+  Generator& gen = init.generator();
+  weight = register_parameter("weight", rand({out, in}, gen, init.dtype, -bound, bound));
+  if (options.bias) bias = register_parameter("bias", rand({out}, gen, init.dtype, -bound, bound));
 }
 
 Variable Linear::forward(const Variable& x) const {

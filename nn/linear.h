@@ -1,7 +1,6 @@
-// Linear: the fully connected layer.
-// Every constructor ends with (Generator& gen, DType dtype) where it draws
-// values: the generator seeds the initial values (defaults in init.h), and
-// float64 is used by the gradient checks.
+// Linear: the fully connected layer. Constructed as every layer is
+// (module.h): sizes, options, then Init (generator and dtype; the initial
+// values' distributions are in init.h).
 #pragma once
 
 #include "autograd/ops.h"
@@ -10,12 +9,15 @@
 
 namespace gradflow::nn {
 
+struct LinearOptions {
+  bool bias = true;  // false: y = x W^T, no bias parameter
+};
+
 // y = x W^T + b, W (out, in) as in PyTorch, so checkpoints map one to one.
 // W^T is a transposed view: GEMM reads it with a transpose flag.
 class Linear : public Module {
  public:
-  Linear(int64_t in, int64_t out, bool bias = true, Generator& gen = default_generator(),
-         DType dtype = DType::Float32);
+  Linear(int64_t in, int64_t out, LinearOptions options = {}, Init init = {});
   Variable forward(const Variable& x) const;  // (..., in) -> (..., out)
   std::string describe() const override;
   Variable weight, bias;  // bias undefined when disabled

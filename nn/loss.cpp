@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/reference.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
 
@@ -11,15 +12,30 @@ namespace gradflow::nn {
 
 namespace {
 
-void check_cross_entropy(const Variable& logits, const Tensor& targets, double smoothing) {
+// Checks the call and returns the number of counted targets (not
+// ignore_index), each of which must name a class.
+int64_t check_cross_entropy(const char* op, const Variable& logits, const Tensor& targets,
+                            int64_t ignore_index, double smoothing, int64_t divide_by) {
   if (!targets.defined() || targets.dtype() != DType::Int64)
-    fail("cross_entropy: targets must be an int64 tensor");
+    fail(op, ": targets must be an int64 tensor");
   Shape expected(logits.shape().begin(), logits.shape().end() - (logits.ndim() ? 1 : 0));
   if (logits.ndim() < 1 || targets.shape() != expected)
-    fail("cross_entropy: logits ", shape_str(logits.shape()), " need targets of shape ",
-         shape_str(expected), ", got ", shape_str(targets.shape()));
+    fail(op, ": logits ", shape_str(logits.shape()), " need targets of shape ", shape_str(expected),
+         ", got ", shape_str(targets.shape()));
   if (!(smoothing >= 0 && smoothing <= 1))
-    fail("cross_entropy: label_smoothing must be in [0, 1], got ", smoothing);
+    fail(op, ": label_smoothing must be in [0, 1], got ", smoothing);
+  if (divide_by < 0) fail(op, ": divide_by must be >= 0, got ", divide_by);
+  const int64_t classes = logits.shape().back();
+  const Tensor t = targets.contiguous();
+  const int64_t* target = t.data<int64_t>();
+  int64_t counted = 0;
+  for (int64_t r = 0; r < t.numel(); ++r) {
+    if (target[r] == ignore_index) continue;
+    if (target[r] < 0 || target[r] >= classes)
+      fail(op, ": target ", target[r], " is out of range for ", classes, " classes");
+    ++counted;
+  }
+  return counted;
 }
 
 }  // namespace
@@ -34,20 +50,15 @@ int64_t counted_targets(const Tensor& targets, int64_t ignore_index) {
 
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ignore_index,
                        double smoothing, int64_t divide_by) {
-  check_cross_entropy(logits, targets, smoothing);
-  if (divide_by < 0) fail("cross_entropy: divide_by must be >= 0, got ", divide_by);
+  const int64_t counted =
+      check_cross_entropy("cross_entropy", logits, targets, ignore_index, smoothing, divide_by);
+  if (reference_ops())
+    return cross_entropy_reference(logits, targets, ignore_index, smoothing, divide_by);
   const int64_t classes = logits.shape().back();
   const int64_t rows = logits.numel() / std::max<int64_t>(classes, 1);
   Tensor x = logits.data().contiguous().view({rows, classes});
   Tensor t = targets.contiguous().view({rows});
   const int64_t* target = t.data<int64_t>();
-  int64_t counted = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (target[r] == ignore_index) continue;
-    if (target[r] < 0 || target[r] >= classes)
-      fail("cross_entropy: target ", target[r], " is out of range for ", classes, " classes");
-    ++counted;
-  }
   // Shape: x (N, V); lse (N) the log-sum-exp of each row, kept for backward.
   Tensor lse = Tensor::empty({rows}, DType::Float64);
   double total = 0;
@@ -108,18 +119,22 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
 }
 
 Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
-                                 int64_t ignore_index, double smoothing) {
-  check_cross_entropy(logits, targets, smoothing);
+                                 int64_t ignore_index, double smoothing, int64_t divide_by) {
+  const int64_t counted = check_cross_entropy("cross_entropy_reference", logits, targets,
+                                              ignore_index, smoothing, divide_by);
+  // Shape: logits (..., V), targets (...). Ignored positions gather class 0
+  // (any class would do) and are then multiplied by 0.
   Tensor ignored =
       eq(targets.to(DType::Float64), full({}, static_cast<double>(ignore_index), DType::Float64));
   Tensor safe = from_vector(std::vector<double>(targets.numel(), 0), targets.shape(), DType::Int64);
   safe.copy_(where(ignored, zeros({}, DType::Float64), targets.to(DType::Float64)));
   Tensor keep = sub(1.0, ignored).to(logits.dtype());
   Variable logp = log_softmax(logits, -1);
-  Variable nll = neg(squeeze(gather(logp, -1, safe.unsqueeze(-1)), -1));
-  Variable uniform = smoothing > 0 ? neg(mean(logp, {-1})) : Variable();
+  Variable nll = neg(squeeze(gather(logp, -1, safe.unsqueeze(-1)), -1));  // -log p[target]
+  Variable uniform = smoothing > 0 ? neg(mean(logp, {-1})) : Variable();  // mean_j -log p[j]
   Variable per = smoothing > 0 ? nll * (1 - smoothing) + uniform * smoothing : nll;
-  double count = std::max(1.0, sum(keep).item());
+  const double count =
+      static_cast<double>(divide_by > 0 ? divide_by : std::max<int64_t>(counted, 1));
   return sum(per * Variable(keep)) / count;
 }
 

@@ -9,6 +9,18 @@
 
 namespace gradflow::nn {
 
+BlockConfig ModelConfig::block() const {
+  return {.d_model = d_model,
+          .d_ff = d_ff,
+          .attention = {.heads = heads,
+                        .head_dim = head_dim,
+                        .scale = scale,
+                        .rope = positional == "rope"},
+          .norm = norm,
+          .activation = activation,
+          .dropout = dropout};
+}
+
 void ModelConfig::validate() const {
   auto positive = [](const char* name, int64_t v) {
     if (v <= 0) fail("model config: ", name, " must be positive, got ", v);
@@ -22,43 +34,46 @@ void ModelConfig::validate() const {
   if (head_dim < 0) fail("model config: head_dim must be >= 0, got ", head_dim);
   if (head_dim == 0 && d_model % heads != 0)
     fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
-  if (positional != "learned" && positional != "sinusoidal")
-    fail("model config: positional must be learned or sinusoidal, got '", positional, "'");
+  if (positional != "learned" && positional != "sinusoidal" && positional != "rope")
+    fail("model config: positional must be learned, sinusoidal or rope, got '", positional, "'");
+  const int64_t d_k = head_dim ? head_dim : d_model / heads;
+  if (positional == "rope" && d_k % 2 != 0)
+    fail("model config: rope turns pairs of dimensions, so d_k must be even, got ", d_k);
+  if (activation != "gelu" && activation != "relu")
+    fail("model config: activation must be gelu or relu, got '", activation, "'");
   if (!(dropout >= 0 && dropout < 1))
     fail("model config: dropout must be in [0, 1), got ", dropout);
 }
 
-Embeddings::Embeddings(const ModelConfig& c, Generator& gen, DType dtype) {
-  token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, gen, dtype));
+Embeddings::Embeddings(const ModelConfig& c, Init init) {
+  token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, init));
   if (c.positional == "learned")
     position = register_module(
-        "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, gen, dtype));
-  else
+        "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, init));
+  else if (c.positional == "sinusoidal")
     sinusoid = register_module(
-        "sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, dtype));
+        "sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, init));
 }
 
 Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
   if (ids.ndim() != 2) fail("Embeddings: ids must be (B, T), got ", shape_str(ids.shape()));
   Variable x = token->forward(ids);
-  return position ? position->forward(x, start) : sinusoid->forward(x, start);
+  if (position) return position->forward(x, start);
+  if (sinusoid) return sinusoid->forward(x, start);
+  return x;  // rope: the attention layers turn q and k by position
 }
 
-Tensor key_padding_mask(const Tensor& pad) {
-  if (!pad.defined()) return Tensor();
-  if (pad.ndim() != 2) fail("key_padding_mask: expected (B, S), got ", shape_str(pad.shape()));
-  return pad.unsqueeze(1).unsqueeze(1);
-}
-
-EncoderDecoder::EncoderDecoder(const ModelConfig& c, Generator& gen, DType dtype) : config_(c) {
+EncoderDecoder::EncoderDecoder(const ModelConfig& c, Init init) : config_(c) {
   c.validate();
-  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
-  encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
-  decoder =
-      register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, true, gen, dtype));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  lm_head =
-      register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+  BlockConfig with_cross = c.block();
+  with_cross.cross_attention = true;
+  embed = register_module("embed", std::make_shared<Embeddings>(c, init));
+  encoder = register_module("encoder", std::make_shared<Encoder>(c.layers, c.block(), init));
+  decoder = register_module("decoder", std::make_shared<Decoder>(c.layers, with_cross, init));
+  final_norm = register_module("final_norm",
+                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  lm_head = register_module("lm_head",
+                            std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
 
 Variable EncoderDecoder::encode(const Tensor& src, const Tensor& src_pad) const {
@@ -110,35 +125,41 @@ Tensor EncoderDecoder::greedy_decode(const Tensor& src, const Tensor& src_pad, i
   return out.narrow(1, 1, out.shape()[1] - 1).contiguous();
 }
 
-DecoderLM::DecoderLM(const ModelConfig& c, Generator& gen, DType dtype) : config_(c) {
+DecoderLM::DecoderLM(const ModelConfig& c, Init init) : config_(c) {
   c.validate();
-  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
-  decoder =
-      register_module("decoder", std::make_shared<Decoder>(c.block(), c.layers, false, gen, dtype));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  lm_head =
-      register_module("lm_head", std::make_shared<Linear>(c.d_model, c.vocab, true, gen, dtype));
+  embed = register_module("embed", std::make_shared<Embeddings>(c, init));
+  decoder = register_module("decoder", std::make_shared<Decoder>(c.layers, c.block(), init));
+  final_norm = register_module("final_norm",
+                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  lm_head = register_module("lm_head",
+                            std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
 
-Variable DecoderLM::forward(const Tensor& ids, std::vector<LayerCache>* caches,
+Variable DecoderLM::forward(const Tensor& ids, const Tensor& pad, std::vector<LayerCache>* caches,
                             int64_t start) const {
-  const int64_t t = ids.shape()[1];
+  if (ids.ndim() != 2) fail("DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  const int64_t b = ids.shape()[0], t = ids.shape()[1];
+  if (pad.defined() && pad.shape() != Shape{b, start + t})
+    fail("DecoderLM: pad must be (B, start + T) = ", shape_str({b, start + t}), ", got ",
+         shape_str(pad.shape()));
   Variable x = embed->forward(ids, start);
-  x = decoder->forward(x, causal_mask(t, start + t, x.dtype(), start), Variable(), Tensor(),
-                       caches);
+  // Shape: (T, start + T), or (B, 1, T, start + T) with padding.
+  Tensor mask = combine_masks(causal_mask(t, start + t, x.dtype(), start), key_padding_mask(pad));
+  x = decoder->forward(x, mask, Variable(), Tensor(), caches);
   return lm_head->forward(final_norm->forward(x));
 }
 
-EncoderClassifier::EncoderClassifier(const ModelConfig& c, int64_t classes, Generator& gen,
-                                     DType dtype)
+EncoderClassifier::EncoderClassifier(int64_t classes, const ModelConfig& c, Init init)
     : config_(c), classes_(classes) {
   c.validate();
   if (classes < 0) fail("EncoderClassifier: classes must be >= 0, got ", classes);
-  embed = register_module("embed", std::make_shared<Embeddings>(c, gen, dtype));
-  encoder = register_module("encoder", std::make_shared<Encoder>(c.block(), c.layers, gen, dtype));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  head = register_module("head", std::make_shared<Linear>(
-                                     c.d_model, classes > 0 ? classes : c.vocab, true, gen, dtype));
+  embed = register_module("embed", std::make_shared<Embeddings>(c, init));
+  encoder = register_module("encoder", std::make_shared<Encoder>(c.layers, c.block(), init));
+  final_norm = register_module("final_norm",
+                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  head = register_module(
+      "head",
+      std::make_shared<Linear>(c.d_model, classes > 0 ? classes : c.vocab, LinearOptions{}, init));
 }
 
 Variable EncoderClassifier::forward(const Tensor& ids, const Tensor& pad) const {

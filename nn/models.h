@@ -1,10 +1,12 @@
 // The three transformer models. Shapes: ids (B, T) int64; logits (B, T, V).
 //
 // Embeddings: one token table shared by source and target and a learned
-// position table of max_len rows (or fixed sinusoids), added. The head is a
-// final LayerNorm and an untied Linear to the vocabulary. With the workload
-// settings of bench/WORKLOADS.md the parameter counts equal the PyTorch
-// peer's (236,688 for seq2seq-tiny, 3,241,568 for gpt-small).
+// position table of max_len rows (or fixed sinusoids), added; with rope no
+// table, positions enter as rotations of q and k in every self-attention
+// layer (rope.h). The head is a final LayerNorm and an untied Linear to the
+// vocabulary. With the workload settings of bench/WORKLOADS.md the parameter
+// counts equal the PyTorch peer's (236,688 for seq2seq-tiny, 3,241,568 for
+// gpt-small). Padding masks: masks.h.
 #pragma once
 
 #include "nn/embedding.h"
@@ -13,43 +15,43 @@
 
 namespace gradflow::nn {
 
+// Everything that defines a model but its weights; a checkpoint's metadata
+// keeps every field (examples/common/run_flags.h).
 struct ModelConfig {
   int64_t vocab = 16;
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
   int64_t max_len = 64;  // longest sequence (rows of the position table)
-  ScaleMode scale;
+  ScaleMode scale = {};  // 1/sqrt(d_k)
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
-  bool pre_ln = true;
-  std::string activation = "gelu";
-  std::string positional = "learned";  // or "sinusoidal" (no parameters)
+  NormPlacement norm = NormPlacement::Pre;
+  std::string activation = "gelu";  // or "relu"
+  // "learned" (a table), "sinusoidal" (fixed, no parameters) or "rope"
+  // (rotary embeddings on q and k of every self-attention layer; d_k even).
+  std::string positional = "learned";
   double dropout = 0;
 
-  BlockConfig block() const {
-    return {d_model, heads, d_ff, scale, head_dim, pre_ln, activation, dropout};
-  }
+  // The block every layer of every stack is built from (cross-attention is
+  // set by the model that has it).
+  BlockConfig block() const;
   void validate() const;  // throws a one-line Error naming the bad field
 };
 
 // Token and position embeddings: (B, T) ids -> (B, T, C).
 class Embeddings : public Module {
  public:
-  Embeddings(const ModelConfig& config, Generator& gen, DType dtype);
+  Embeddings(const ModelConfig& config, Init init = {});
   Variable forward(const Tensor& ids, int64_t start = 0) const;
   std::string describe() const override { return "Embeddings"; }
   std::shared_ptr<Embedding> token;
   std::shared_ptr<LearnedPositionalEmbedding> position;    // learned positions
-  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones
+  std::shared_ptr<SinusoidalPositionalEncoding> sinusoid;  // or fixed ones (neither: rope)
 };
-
-// (B, S) 1-where-padding -> the (B, 1, 1, S) key mask attention broadcasts.
-Tensor key_padding_mask(const Tensor& pad);
 
 // Encoder-decoder (seq2seq), as Vaswani et al.; the decoder cross-attends to
 // the encoder output.
 class EncoderDecoder : public Module {
  public:
-  EncoderDecoder(const ModelConfig& config, Generator& gen = default_generator(),
-                 DType dtype = DType::Float32);
+  explicit EncoderDecoder(const ModelConfig& config, Init init = {});
   // src (B, S), tgt_in (B, T), src_pad (B, S) 1 at padding or undefined.
   Variable forward(const Tensor& src, const Tensor& tgt_in, const Tensor& src_pad = Tensor()) const;
   Variable encode(const Tensor& src, const Tensor& src_pad) const;  // (B, S, C)
@@ -75,10 +77,13 @@ class EncoderDecoder : public Module {
 // Decoder-only language model (GPT-like): causal self-attention only.
 class DecoderLM : public Module {
  public:
-  DecoderLM(const ModelConfig& config, Generator& gen = default_generator(),
-            DType dtype = DType::Float32);
-  Variable forward(const Tensor& ids, std::vector<LayerCache>* caches = nullptr,
-                   int64_t start = 0) const;
+  explicit DecoderLM(const ModelConfig& config, Init init = {});
+  // ids (B, T) at positions [start, start + T) -> logits (B, T, V). pad
+  // (B, start + T), nonzero at padding, or undefined: padded keys are hidden
+  // from every query, on top of the causal mask (masks.h). With caches, ids
+  // are only the new positions and pad covers the cached ones too.
+  Variable forward(const Tensor& ids, const Tensor& pad = Tensor(),
+                   std::vector<LayerCache>* caches = nullptr, int64_t start = 0) const;
   std::string describe() const override { return "DecoderLM"; }
   const ModelConfig& config() const { return config_; }
   std::shared_ptr<Embeddings> embed;
@@ -95,8 +100,9 @@ class DecoderLM : public Module {
 // token over the vocabulary, (B, T, V).
 class EncoderClassifier : public Module {
  public:
-  EncoderClassifier(const ModelConfig& config, int64_t classes,
-                    Generator& gen = default_generator(), DType dtype = DType::Float32);
+  EncoderClassifier(int64_t classes, const ModelConfig& config, Init init = {});
+  // ids (B, T); pad (B, T), nonzero at padding, or undefined: padded
+  // positions are hidden as keys and left out of the mean.
   Variable forward(const Tensor& ids, const Tensor& pad = Tensor()) const;
   std::string describe() const override { return "EncoderClassifier"; }
   std::shared_ptr<Embeddings> embed;

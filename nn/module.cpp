@@ -16,7 +16,8 @@ Variable Module::register_parameter(std::string name, Tensor value) {
 void Module::collect(const std::string& prefix,
                      std::vector<std::pair<std::string, Variable>>& out) const {
   for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+  for (const auto& [name, child] : children_)
+    child->collect(name.empty() ? prefix : prefix + name + ".", out);
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {

@@ -5,6 +5,26 @@
 //
 // Each layer has its own forward(...) with the arguments it needs; Module
 // does not force one signature on all of them.
+//
+// Constructors, one convention for every layer (docs/architecture.md,
+// "Conventions"):
+//
+//   Layer(sizes..., Options options = {}, Init init = {})
+//
+// - sizes: the few numbers that fix the parameters' shapes, positional and
+//   never defaulted: Linear(in, out), LayerNorm(dim), Embedding(num, dim);
+//   Dropout's p takes their place.
+// - options: a struct of named fields, each default written once, in the
+//   struct: Linear(64, 10, {.bias = false}). No bare booleans, no
+//   positional tails of defaults.
+// - init: where the initial values come from and their dtype (below),
+//   always last. A layer with nothing to draw and no dtype leaves it out.
+// Layers made of layers (attention, blocks, models) have more sizes than fit
+// a call: their config struct holds sizes and options together, and a size
+// kept positional (a width, a count) comes first:
+//   EncoderLayer(block_config, init)    Decoder(layers, block_config, init)
+//   MultiHeadAttention(d_model, attention_config, init)
+//   DecoderLM(model_config, init)       EncoderClassifier(classes, model_config, init)
 #pragma once
 
 #include <memory>
@@ -13,8 +33,24 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "tensor/random.h"
 
 namespace gradflow::nn {
+
+// The generator a layer draws its initial values from (default_generator()
+// when none is given; it must outlive a layer that keeps drawing, such as
+// Dropout) and the dtype of its parameters (float64 for gradient checks).
+// Converts from either, so Linear(4, 3, {}, gen) and
+// LayerNorm(4, {}, DType::Float64) say just what they change.
+struct Init {
+  Init() = default;
+  Init(Generator& generator, DType dtype = DType::Float32) : gen(&generator), dtype(dtype) {}
+  Init(DType dtype) : dtype(dtype) {}
+  Generator& generator() const { return gen ? *gen : default_generator(); }
+
+  Generator* gen = nullptr;
+  DType dtype = DType::Float32;
+};
 
 class Module {
  public:
@@ -48,6 +84,8 @@ class Module {
  protected:
   // The returned handle shares the parameter: the layer keeps it as a member.
   Variable register_parameter(std::string name, Tensor value);
+  // A child named "" adds no level to its parameters' names: they read as
+  // this module's own (a part that keeps older names, as QkNorm does).
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     children_.emplace_back(std::move(name), module);

@@ -10,19 +10,20 @@ Variable rms_norm(const Variable& x, const Variable& weight, double eps) {
   return x * pow(mean(x * x, {-1}, true) + eps, -0.5) * weight;
 }
 
-LayerNorm::LayerNorm(int64_t dim, double eps, DType dtype) : dim_(dim), eps_(eps) {
+LayerNorm::LayerNorm(int64_t dim, LayerNormOptions options, Init init)
+    : dim_(dim), eps_(options.eps) {
   check_positive("LayerNorm", dim, "dim");
-  weight = register_parameter("weight", ones({dim}, dtype));
-  bias = register_parameter("bias", zeros({dim}, dtype));
+  weight = register_parameter("weight", ones({dim}, init.dtype));
+  bias = register_parameter("bias", zeros({dim}, init.dtype));
 }
 
 std::string LayerNorm::describe() const {
   return "LayerNorm(" + std::to_string(dim_) + ", eps=" + std::to_string(eps_) + ")";
 }
 
-RMSNorm::RMSNorm(int64_t dim, double eps, DType dtype) : dim_(dim), eps_(eps) {
+RMSNorm::RMSNorm(int64_t dim, RMSNormOptions options, Init init) : dim_(dim), eps_(options.eps) {
   check_positive("RMSNorm", dim, "dim");
-  weight = register_parameter("weight", ones({dim}, dtype));
+  weight = register_parameter("weight", ones({dim}, init.dtype));
 }
 
 std::string RMSNorm::describe() const { return "RMSNorm(" + std::to_string(dim_) + ")"; }

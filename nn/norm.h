@@ -7,6 +7,13 @@
 
 namespace gradflow::nn {
 
+struct LayerNormOptions {
+  double eps = 1e-5;  // as torch.nn.LayerNorm
+};
+struct RMSNormOptions {
+  double eps = 1e-6;
+};
+
 // (x - mean) / sqrt(var + eps) * weight + bias over the last axis, with the
 // biased variance (as PyTorch): the fused autograd op (autograd/norm.cpp).
 // A using-declaration, not a wrapper: a second function of the same
@@ -18,7 +25,7 @@ Variable rms_norm(const Variable& x, const Variable& weight, double eps);
 
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5, DType dtype = DType::Float32);
+  explicit LayerNorm(int64_t dim, LayerNormOptions options = {}, Init init = {});
   Variable forward(const Variable& x) const { return layer_norm(x, weight, bias, eps_); }
   std::string describe() const override;
   Variable weight, bias;
@@ -30,7 +37,7 @@ class LayerNorm : public Module {
 
 class RMSNorm : public Module {
  public:
-  explicit RMSNorm(int64_t dim, double eps = 1e-6, DType dtype = DType::Float32);
+  explicit RMSNorm(int64_t dim, RMSNormOptions options = {}, Init init = {});
   Variable forward(const Variable& x) const { return rms_norm(x, weight, eps_); }
   std::string describe() const override;
   Variable weight;

@@ -8,7 +8,7 @@
 namespace gradflow::nn {
 
 SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int64_t dim,
-                                                           DType dtype) {
+                                                           Init init) {
   check_positive("SinusoidalPositionalEncoding", max_len, "max_len");
   check_positive("SinusoidalPositionalEncoding", dim, "dim");
   table_ = Tensor::empty({max_len, dim}, DType::Float64);
@@ -20,7 +20,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t max_len, int6
           static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
       p[pos * dim + i] = i % 2 == 0 ? std::sin(angle) : std::cos(angle);
     }
-  table_ = table_.to(dtype);
+  table_ = table_.to(init.dtype);
 }
 
 namespace {
@@ -42,11 +42,10 @@ std::string SinusoidalPositionalEncoding::describe() const {
   return "SinusoidalPositionalEncoding(" + shape_str(table_.shape()) + ")";
 }
 
-LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen,
-                                                       DType dtype) {
+LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Init init) {
   check_positive("LearnedPositionalEmbedding", max_len, "max_len");
   check_positive("LearnedPositionalEmbedding", dim, "dim");
-  weight = register_parameter("weight", randn({max_len, dim}, gen, dtype));
+  weight = register_parameter("weight", randn({max_len, dim}, init.generator(), init.dtype));
 }
 
 Variable LearnedPositionalEmbedding::forward(const Variable& x, int64_t start) const {

@@ -1,7 +1,6 @@
 // Positional encodings: fixed sinusoids (Vaswani et al.) or a learned table.
-// Every constructor ends with (Generator& gen, DType dtype) where it draws
-// values: the generator seeds the initial values (defaults in init.h), and
-// float64 is used by the gradient checks.
+// Constructed as every layer is (module.h): sizes, then Init (generator and
+// dtype; the initial values' distributions are in init.h).
 #pragma once
 
 #include "autograd/ops.h"
@@ -14,7 +13,7 @@ namespace gradflow::nn {
 // position of the first row (for generation with a KV cache).
 class SinusoidalPositionalEncoding : public Module {
  public:
-  SinusoidalPositionalEncoding(int64_t max_len, int64_t dim, DType dtype = DType::Float32);
+  SinusoidalPositionalEncoding(int64_t max_len, int64_t dim, Init init = {});  // its dtype
   Variable forward(const Variable& x, int64_t start = 0) const;
   std::string describe() const override;
 
@@ -24,8 +23,7 @@ class SinusoidalPositionalEncoding : public Module {
 
 class LearnedPositionalEmbedding : public Module {
  public:
-  LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Generator& gen = default_generator(),
-                             DType dtype = DType::Float32);
+  LearnedPositionalEmbedding(int64_t max_len, int64_t dim, Init init = {});
   Variable forward(const Variable& x, int64_t start = 0) const;
   std::string describe() const override;
   Variable weight;  // (max_len, dim), ~ N(0, 1) as an Embedding

@@ -2,13 +2,22 @@
 
 namespace gradflow::nn {
 
-FeedForward::FeedForward(const BlockConfig& c, Generator& gen, DType dtype)
-    : activation_(c.activation) {
+std::string norm_placement_name(NormPlacement placement) {
+  return placement == NormPlacement::Pre ? "pre" : "post";
+}
+
+NormPlacement parse_norm_placement(const std::string& name) {
+  if (name == "pre") return NormPlacement::Pre;
+  if (name == "post") return NormPlacement::Post;
+  fail("norm placement: unknown '", name, "' (expected pre or post)");
+}
+
+FeedForward::FeedForward(const BlockConfig& c, Init init) : activation_(c.activation) {
   if (c.activation != "gelu" && c.activation != "relu")
     fail("FeedForward: activation must be gelu or relu, got '", c.activation, "'");
   if (c.d_ff <= 0) fail("FeedForward: d_ff must be positive, got ", c.d_ff);
-  fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, c.d_ff, true, gen, dtype));
-  fc2 = register_module("fc2", std::make_shared<Linear>(c.d_ff, c.d_model, true, gen, dtype));
+  fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, c.d_ff, LinearOptions{}, init));
+  fc2 = register_module("fc2", std::make_shared<Linear>(c.d_ff, c.d_model, LinearOptions{}, init));
 }
 
 Variable FeedForward::forward(const Variable& x) const {
@@ -21,75 +30,78 @@ Variable FeedForward::forward(const Variable& x) const {
 namespace {
 // One residual sublayer in either arrangement; `f` is the sublayer itself.
 template <class F>
-Variable residual(const Variable& x, const LayerNorm& norm, bool pre_ln, const Dropout& dropout,
-                  F f) {
-  if (pre_ln) return x + dropout.forward(f(norm.forward(x)));
+Variable residual(const Variable& x, const LayerNorm& norm, NormPlacement placement,
+                  const Dropout& dropout, F f) {
+  if (placement == NormPlacement::Pre) return x + dropout.forward(f(norm.forward(x)));
   return norm.forward(x + dropout.forward(f(x)));
+}
+std::shared_ptr<LayerNorm> norm_of(const BlockConfig& c, Init init) {
+  return std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init);
 }
 }  // namespace
 
-EncoderLayer::EncoderLayer(const BlockConfig& c, Generator& gen, DType dtype) : config_(c) {
-  self_attn_norm =
-      register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  self_attn = register_module(
-      "self_attn",
-      std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
-  ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
-  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+EncoderLayer::EncoderLayer(const BlockConfig& c, Init init) : config_(c) {
+  if (c.cross_attention)
+    fail("EncoderLayer: cross_attention is for decoder layers (BlockConfig.cross_attention)");
+  self_attn_norm = register_module("self_attn_norm", norm_of(c, init));
+  self_attn = register_module("self_attn",
+                              std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
+  ff_norm = register_module("ff_norm", norm_of(c, init));
+  ff = register_module("ff", std::make_shared<FeedForward>(c, init));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, init));
 }
 
 Variable EncoderLayer::forward(const Variable& x, const Tensor& mask) const {
-  Variable h = residual(x, *self_attn_norm, config_.pre_ln, *dropout_,
+  Variable h = residual(x, *self_attn_norm, config_.norm, *dropout_,
                         [&](const Variable& y) { return self_attn->forward(y, y, mask); });
-  return residual(h, *ff_norm, config_.pre_ln, *dropout_,
+  return residual(h, *ff_norm, config_.norm, *dropout_,
                   [&](const Variable& y) { return ff->forward(y); });
 }
 
-DecoderLayer::DecoderLayer(const BlockConfig& c, bool cross_attention, Generator& gen, DType dtype)
-    : config_(c) {
-  self_attn_norm =
-      register_module("self_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  self_attn = register_module(
-      "self_attn",
-      std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
-  if (cross_attention) {
-    cross_attn_norm =
-        register_module("cross_attn_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-    cross_attn = register_module(
-        "cross_attn",
-        std::make_shared<MultiHeadAttention>(c.d_model, c.heads, c.scale, gen, dtype, c.head_dim));
+DecoderLayer::DecoderLayer(const BlockConfig& c, Init init) : config_(c) {
+  self_attn_norm = register_module("self_attn_norm", norm_of(c, init));
+  self_attn = register_module("self_attn",
+                              std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
+  if (c.cross_attention) {
+    // The same config but rope: the queries' and the keys' positions are
+    // in two different sequences, so their difference means nothing.
+    AttentionConfig cross = c.attention;
+    cross.rope = false;
+    cross_attn_norm = register_module("cross_attn_norm", norm_of(c, init));
+    cross_attn =
+        register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, cross, init));
   }
-  ff_norm = register_module("ff_norm", std::make_shared<LayerNorm>(c.d_model, 1e-5, dtype));
-  ff = register_module("ff", std::make_shared<FeedForward>(c, gen, dtype));
-  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, gen));
+  ff_norm = register_module("ff_norm", norm_of(c, init));
+  ff = register_module("ff", std::make_shared<FeedForward>(c, init));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, init));
 }
 
 Variable DecoderLayer::forward(const Variable& x, const Tensor& self_mask, const Variable& memory,
                                const Tensor& memory_mask, LayerCache* cache) const {
-  Variable h = residual(x, *self_attn_norm, config_.pre_ln, *dropout_, [&](const Variable& y) {
+  Variable h = residual(x, *self_attn_norm, config_.norm, *dropout_, [&](const Variable& y) {
     return self_attn->forward(y, y, self_mask, cache ? &cache->self : nullptr);
   });
   if (cross_attn) {
     if (!memory.defined()) fail("DecoderLayer: cross-attention needs the encoder memory");
-    h = residual(h, *cross_attn_norm, config_.pre_ln, *dropout_, [&](const Variable& y) {
+    h = residual(h, *cross_attn_norm, config_.norm, *dropout_, [&](const Variable& y) {
       return cross_attn->forward(y, memory, memory_mask, cache ? &cache->cross : nullptr);
     });
   }
-  return residual(h, *ff_norm, config_.pre_ln, *dropout_,
+  return residual(h, *ff_norm, config_.norm, *dropout_,
                   [&](const Variable& y) { return ff->forward(y); });
 }
 
 std::string DecoderLayer::describe() const {
-  return std::string("DecoderLayer(") + (config_.pre_ln ? "pre-LN" : "post-LN") +
+  return std::string("DecoderLayer(") +
+         (config_.norm == NormPlacement::Pre ? "pre-LN" : "post-LN") +
          (cross_attn ? ", cross-attention)" : ")");
 }
 
-Encoder::Encoder(const BlockConfig& c, int64_t n, Generator& gen, DType dtype) {
+Encoder::Encoder(int64_t n, const BlockConfig& c, Init init) {
   if (n <= 0) fail("Encoder: layers must be positive, got ", n);
   for (int64_t i = 0; i < n; ++i)
-    layers.push_back(register_module("layers." + std::to_string(i),
-                                     std::make_shared<EncoderLayer>(c, gen, dtype)));
+    layers.push_back(
+        register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(c, init)));
 }
 
 Variable Encoder::forward(Variable x, const Tensor& mask) const {
@@ -97,13 +109,11 @@ Variable Encoder::forward(Variable x, const Tensor& mask) const {
   return x;
 }
 
-Decoder::Decoder(const BlockConfig& c, int64_t n, bool cross_attention, Generator& gen,
-                 DType dtype) {
+Decoder::Decoder(int64_t n, const BlockConfig& c, Init init) {
   if (n <= 0) fail("Decoder: layers must be positive, got ", n);
   for (int64_t i = 0; i < n; ++i)
     layers.push_back(
-        register_module("layers." + std::to_string(i),
-                        std::make_shared<DecoderLayer>(c, cross_attention, gen, dtype)));
+        register_module("layers." + std::to_string(i), std::make_shared<DecoderLayer>(c, init)));
 }
 
 Variable Decoder::forward(Variable x, const Tensor& self_mask, const Variable& memory,

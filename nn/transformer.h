@@ -1,5 +1,5 @@
 // Transformer blocks and stacks. Shapes: x (B, T, C) with C = d_model;
-// memory (B, S, C) the encoder output; masks are 1 where a key is hidden.
+// memory (B, S, C) the encoder output; masks as in masks.h (nonzero = hidden).
 //
 // Pre-LN (default):  x = x + Attn(LN(x)); [x = x + CrossAttn(LN(x), memory)];
 //                    x = x + FF(LN(x))
@@ -18,18 +18,29 @@
 
 namespace gradflow::nn {
 
+// Where each sublayer's LayerNorm sits: before it, inside the residual
+// branch (Pre), or after the residual add (Post).
+enum class NormPlacement { Pre, Post };
+std::string norm_placement_name(NormPlacement placement);     // "pre" or "post"
+NormPlacement parse_norm_placement(const std::string& name);  // throws on another name
+
+// One block, encoder or decoder. Every attention layer of the block, self-
+// and cross-attention alike, is built from `attention`.
 struct BlockConfig {
-  int64_t d_model = 64, heads = 4, d_ff = 256;
-  ScaleMode scale;
-  int64_t head_dim = 0;  // 0: d_model / heads
-  bool pre_ln = true;
+  int64_t d_model = 64, d_ff = 256;
+  AttentionConfig attention = {};  // heads 4, d_k = d_model / heads, 1/sqrt(d_k)
+  NormPlacement norm = NormPlacement::Pre;
   std::string activation = "gelu";  // or "relu"
   double dropout = 0;               // on each sublayer's output, before the residual add
+  // Decoder layers only: also attend to the encoder's output (seq2seq).
+  // Cross-attention gets no rope: its queries and keys are positions of two
+  // different sequences.
+  bool cross_attention = false;
 };
 
 class FeedForward : public Module {
  public:
-  FeedForward(const BlockConfig& config, Generator& gen, DType dtype);
+  FeedForward(const BlockConfig& config, Init init = {});
   Variable forward(const Variable& x) const;
   std::string describe() const override { return "FeedForward(" + activation_ + ")"; }
   std::shared_ptr<Linear> fc1, fc2;
@@ -41,10 +52,10 @@ class FeedForward : public Module {
 // Self-attention (bidirectional unless a mask says otherwise) + feed-forward.
 class EncoderLayer : public Module {
  public:
-  EncoderLayer(const BlockConfig& config, Generator& gen, DType dtype);
+  EncoderLayer(const BlockConfig& config, Init init = {});
   Variable forward(const Variable& x, const Tensor& mask) const;
   std::string describe() const override {
-    return config_.pre_ln ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)";
+    return config_.norm == NormPlacement::Pre ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)";
   }
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<LayerNorm> self_attn_norm, ff_norm;
@@ -65,7 +76,7 @@ struct LayerCache {
 // Masked self-attention, optional cross-attention to the memory, feed-forward.
 class DecoderLayer : public Module {
  public:
-  DecoderLayer(const BlockConfig& config, bool cross_attention, Generator& gen, DType dtype);
+  DecoderLayer(const BlockConfig& config, Init init = {});
   Variable forward(const Variable& x, const Tensor& self_mask, const Variable& memory = Variable(),
                    const Tensor& memory_mask = Tensor(), LayerCache* cache = nullptr) const;
   std::string describe() const override;
@@ -80,7 +91,7 @@ class DecoderLayer : public Module {
 
 class Encoder : public Module {
  public:
-  Encoder(const BlockConfig& config, int64_t layers, Generator& gen, DType dtype);
+  Encoder(int64_t layers, const BlockConfig& config, Init init = {});
   Variable forward(Variable x, const Tensor& mask) const;
   std::string describe() const override { return "Encoder"; }
   std::vector<std::shared_ptr<EncoderLayer>> layers;
@@ -88,8 +99,7 @@ class Encoder : public Module {
 
 class Decoder : public Module {
  public:
-  Decoder(const BlockConfig& config, int64_t layers, bool cross_attention, Generator& gen,
-          DType dtype);
+  Decoder(int64_t layers, const BlockConfig& config, Init init = {});
   Variable forward(Variable x, const Tensor& self_mask, const Variable& memory = Variable(),
                    const Tensor& memory_mask = Tensor(),
                    std::vector<LayerCache>* caches = nullptr) const;

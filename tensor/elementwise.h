@@ -30,8 +30,8 @@ Tensor gelu(const Tensor& a);  // x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
 // grad * gelu'(x), the backward of gelu in one pass.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x);
 // gelu_backward(grad, x) and gelu(x) from one pass that computes erf and exp
-// once, for a backward that needs both (gelu_matmul's). grad and x must have
-// the same shape (no broadcasting) and dtype; any strides. grad is taken by
+// once, for a backward that needs both (autograd's gelu_linear). grad and x
+// must have the same shape (no broadcasting) and dtype; any strides. grad is taken by
 // value: handed the only handle to a contiguous grad (a temporary, or
 // std::move), grad_x is written over it instead of into a new tensor, so the
 // pass holds one tensor of x's size less.

@@ -2,8 +2,10 @@
 // View operations are in views.cpp.
 #include "tensor/tensor.h"
 
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
+#include <new>
 #include <ostream>
 #include <sstream>
 
@@ -15,7 +17,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t s : shape)
     if (s < 0) fail("empty: negative size in shape ", shape_str(shape));
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(numel_of(shape) * dtype_size(dtype));
+  const size_t bytes = numel_of(shape) * dtype_size(dtype);
+  try {
+    t.storage_ = std::make_shared<Storage>(bytes);
+  } catch (const std::bad_alloc&) {
+    // The one place tensors get memory: say how much, and for what.
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(bytes) / double(1 << 30));
+    fail("out of memory: a ", dtype_name(dtype), " tensor of shape ", shape_str(shape), " needs ",
+         bytes, " bytes (", gib, " GiB), more than the system would give");
+  }
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -45,6 +46,20 @@ std::string printable(std::string text, size_t limit = 120) {
 
 }  // namespace
 
+uint64_t log_digest(std::string_view text, uint64_t digest) {
+  for (unsigned char c : text) {
+    digest ^= c;
+    digest *= 0x100000001b3ull;
+  }
+  return digest;
+}
+
+std::string digest_hex(uint64_t digest) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(digest));
+  return buf;
+}
+
 std::string csv_field(std::string_view text) {
   bool quote = text.find_first_of(",\"\r\n") != std::string_view::npos ||
                (!text.empty() && (text.front() == ' ' || text.back() == ' '));
@@ -78,6 +93,7 @@ CsvLog::CsvLog(std::string path, std::vector<std::string> columns, Mode mode)
   if (!out_.is_open()) fail("csv_log: cannot open ", path_, " for writing: ", std::strerror(errno));
   out_ << header << std::flush;
   if (!out_) fail("csv_log: ", path_, ": write failed");
+  digest_ = log_digest(header);
 }
 
 bool CsvLog::append_to_existing(const std::string& header) {
@@ -100,15 +116,15 @@ bool CsvLog::append_to_existing(const std::string& header) {
   // Rows are written whole and end in '\n', so anything after the last
   // newline is a row torn by a crash. Appending to it would glue two rows
   // together; cutting it off loses only what was lost already.
-  in.seekg(-1, std::ios::end);
-  char last = '\n';
-  in.get(last);
-  if (last != '\n') {
-    in.seekg(0);
-    std::string all{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    fs::resize_file(path_, all.rfind('\n') + 1, ec);  // the header's newline exists
+  in.clear();
+  in.seekg(0);
+  std::string all{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (all.back() != '\n') {
+    all.resize(all.rfind('\n') + 1);  // the header's newline exists
+    fs::resize_file(path_, all.size(), ec);
     if (ec) fail("csv_log: ", path_, ": cannot cut torn last row: ", ec.message());
   }
+  digest_ = log_digest(all);
   errno = 0;
   out_.open(path_, std::ios::out | std::ios::app | std::ios::binary);
   if (!out_.is_open())
@@ -129,6 +145,7 @@ void CsvLog::row(const std::vector<CsvCell>& cells) {
   line += '\n';
   out_ << line << std::flush;
   if (!out_) fail("csv_log: ", path_, ": write failed");
+  digest_ = log_digest(line, digest_);
 }
 
 }  // namespace gradflow::cli

@@ -18,6 +18,12 @@
 
 namespace gradflow::cli {
 
+// FNV-1a (64 bits) of `text`, continuing from `digest`: CsvLog::digest() is
+// log_digest(the file's whole content).
+inline constexpr uint64_t kLogDigestStart = 0xcbf29ce484222325ull;
+uint64_t log_digest(std::string_view text, uint64_t digest = kLogDigestStart);
+std::string digest_hex(uint64_t digest);  // 16 hex digits
+
 // A field as CSV text: quoted, with quotes doubled, if it contains a comma,
 // quote, CR or LF, or starts or ends with a space (which readers may trim).
 std::string csv_field(std::string_view text);
@@ -68,6 +74,10 @@ class CsvLog {
 
   const std::string& path() const { return path_; }
   const std::vector<std::string>& columns() const { return columns_; }
+  // log_digest of everything the file holds now (header and rows), kept up to
+  // date as rows are written: a checkpoint saved beside the log records it, so
+  // a resume can tell the run's own log from another's.
+  uint64_t digest() const { return digest_; }
 
  private:
   // kAppend: checks the header and opens for appending; false if there is
@@ -77,6 +87,7 @@ class CsvLog {
   std::string path_;
   std::vector<std::string> columns_;
   std::ofstream out_;
+  uint64_t digest_ = kLogDigestStart;
 };
 
 }  // namespace gradflow::cli

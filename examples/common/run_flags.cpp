@@ -1,9 +1,11 @@
 #include "examples/common/run_flags.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
 
+#include "autograd/reference.h"
 #include "tensor/parallel.h"
 
 namespace gradflow::examples {
@@ -46,15 +48,25 @@ void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::stri
   }
 }
 
+void check_float32(double value) {
+  if (!(std::abs(value) <= FLT_MAX))
+    throw UsageError(cli::detail::format_value(value) +
+                     " does not fit in float32, the dtype it is used in (|x| <= 3.4e38)");
+}
+
 void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
-  run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)").min(1);
+  run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)")
+      .min(1)
+      .max(nn::kMaxCheckpointStep);
   run.add("--batch", &f.batch, "examples per batch").min(1);
-  run.add("--lr", &f.lr, "peak learning rate (of every schedule)").above(0);
+  run.add("--lr", &f.lr, "peak learning rate (of every schedule)").above(0).check(check_float32);
   run.add_choice("--schedule", &f.schedule, nn::LrSchedule::names(),
                  "learning-rate schedule (cosine decays to lr/10)");
   run.add("--warmup", &f.warmup, "warmup steps of cosine and noam (at most --steps)").min(0);
-  run.add("--clip", &f.clip, "clip the gradient norm to this (0: never)").min(0);
-  run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0);
+  run.add("--clip", &f.clip, "clip the gradient norm to this (0: never)")
+      .min(0)
+      .check(check_float32);
+  run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0).check(check_float32);
   run.add("--scale", &f.scale,
           "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm")
       .metavar("MODE")
@@ -67,6 +79,20 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
           "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
           "d-model to heads x head-dim)")
       .min(0);
+  run.add_choice("--positional", &f.positional, {"learned", "sinusoidal", "rope"},
+                 "positions: a learned table or fixed sinusoids added to the embeddings, or rotary "
+                 "embeddings turning q and k in every self-attention layer (no table)");
+  run.add_choice(
+      "--norm", &f.norm, {"pre", "post"},
+      "LayerNorm placement: before each sublayer (pre) or after its residual add (post)");
+  run.add_choice("--activation", &f.activation, {"gelu", "relu"}, "feed-forward activation");
+  run.add("--dropout", &f.dropout,
+          "dropout on each sublayer's output (above 0, a batch runs as one part: --threads then "
+          "splits the kernels)")
+      .min(0)
+      .check([](double p) {
+        if (!(p < 1)) throw UsageError("must be below 1");
+      });
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
            "threads: each step runs this many parts of the batch at once, one per thread")
@@ -76,8 +102,19 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   args.add("--save-every", &f.save_every, "save the checkpoint every N steps (0: at the end)")
       .min(0);
   args.add_flag("--stop-on-nan", &f.stop_on_nan,
-                "stop at a non-finite loss or gradient instead of skipping the step");
+                "stop (exit code 1) at a non-finite loss or gradient instead of skipping the step");
+  args.add("--max-skipped-steps", &f.max_skipped_steps,
+           "stop (exit code 2) after this many steps in a row were skipped for non-finite "
+           "values, or when every step of a session was (0: never)")
+      .min(0);
+  // How to run, not what: the same run either way up to rounding, so a
+  // checkpoint does not keep it and a resume may change it.
+  args.add_flag("--reference", &f.reference,
+                "run every fused op (linear, layer norm, attention, cross-entropy, AdamW) as its "
+                "composed reference: slower, for checking");
   args.add("--out", &f.out, "output directory (when resuming: the --resume DIR)").metavar("DIR");
+  args.add_flag("--overwrite", &f.overwrite,
+                "replace the run already in --out (its log and checkpoints are deleted)");
   args.add("--resume", &f.resume, "continue the run whose checkpoint is in DIR (empty: none)")
       .metavar("DIR");
 }
@@ -114,7 +151,12 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     throw UsageError("--d-model " + std::to_string(flags.d_model) +
                      " must be divisible by --heads " + std::to_string(flags.heads) +
                      " (or set --head-dim)");
+  const int64_t d_k = flags.head_dim ? flags.head_dim : flags.d_model / flags.heads;
+  if (flags.positional == "rope" && d_k % 2 != 0)
+    throw UsageError("--positional rope turns pairs of dimensions: d_k (" + std::to_string(d_k) +
+                     ") must be even");
   set_num_threads(flags.threads);
+  set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
   // times over for a difference below 1e-38 (tensor/parallel.h).
   set_flush_denormals(true);
@@ -132,7 +174,7 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
   nn::Metadata m;
   for (auto [key, field] : kConfigSizes) m.emplace_back(key, std::to_string(c.*field));
   m.insert(m.end(), {{"scale", c.scale.name()},
-                     {"pre_ln", c.pre_ln ? "true" : "false"},
+                     {"norm", nn::norm_placement_name(c.norm)},
                      {"activation", c.activation},
                      {"positional", c.positional},
                      {"dropout", cli::detail::format_value(c.dropout)}});
@@ -142,18 +184,27 @@ nn::Metadata config_metadata(const nn::ModelConfig& c) {
 
 nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
   try {
+    // A key every gradflow checkpoint has written must be there; one added
+    // since (head_dim, norm) may be missing, and then the default stands.
+    auto find = [&m](const std::string& key) -> const std::string* {
+      for (const auto& [k, v] : m)
+        if (k == "config." + key) return &v;
+      return nullptr;
+    };
     auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
     nn::ModelConfig c;
-    auto has = [&m](const std::string& key) {
-      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
-    };
     for (auto [key, field] : kConfigSizes) {
-      // head_dim came later: a checkpoint without it has d_k = d_model / heads (0).
-      if (std::string(key) == "head_dim" && !has("config.head_dim")) continue;
+      if (std::string(key) == "head_dim" && !find(key)) continue;  // d_k = d_model / heads
       cli::detail::parse_value(key, get(key), &(c.*field));
     }
     c.scale = nn::ScaleMode::parse(get("scale"));
-    cli::detail::parse_value("pre_ln", get("pre_ln"), &c.pre_ln);
+    if (const std::string* norm = find("norm")) {
+      c.norm = nn::parse_norm_placement(*norm);
+    } else if (const std::string* pre_ln = find("pre_ln")) {  // before norm: a boolean
+      bool pre = true;
+      cli::detail::parse_value("pre_ln", *pre_ln, &pre);
+      c.norm = pre ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
+    }
     c.activation = get("activation");
     c.positional = get("positional");
     cli::detail::parse_value("dropout", get("dropout"), &c.dropout);
@@ -171,6 +222,10 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   c.head_dim = f.head_dim;
   c.max_len = max_len;
   c.scale = nn::ScaleMode::parse(f.scale);
+  c.norm = nn::parse_norm_placement(f.norm);
+  c.activation = f.activation;
+  c.positional = f.positional;
+  c.dropout = f.dropout;
   return c;
 }
 

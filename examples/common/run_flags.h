@@ -61,9 +61,15 @@ struct CommonFlags {
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
   std::string schedule = "cosine", scale = "inv_sqrt_dk";
   int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
+  // The rest of nn::ModelConfig, as its names: learned|sinusoidal|rope,
+  // pre|post, gelu|relu.
+  std::string positional = "learned", norm = "pre", activation = "gelu";
+  double dropout = 0;
   int64_t seed = 0;
   int threads = 1;
-  bool stop_on_nan = false;
+  bool stop_on_nan = false, overwrite = false;
+  int64_t max_skipped_steps = 100;
+  bool reference = false;  // run every fused op's composed reference (autograd/reference.h)
   std::string out = "runs/out", resume = "";
 };
 
@@ -72,14 +78,20 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run_flags, CommonFlags& fl
 // After args.parse: with --resume DIR, reads DIR/checkpoint.safetensors and
 // restores the run flags from it (checking it is a checkpoint of `program`),
 // and --out, unless given, becomes DIR; checks the model sizes; sets the
-// BLAS threads. Returns the checkpoint's metadata, empty for a fresh run.
-// Throws UsageError.
+// BLAS threads and, with --reference, the reference path. Returns the checkpoint's metadata, empty
+// for a fresh run. Throws UsageError.
 nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
                        char** argv, RunFlags& run_flags, CommonFlags& flags);
 
 std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetensors
 
-// The ModelConfig fields as metadata ("config.d_model" = "64", ...) and back.
+// Throws UsageError unless |value| fits in float32, the dtype a learning rate,
+// weight decay or scale is used in: 1e300 would become infinity there.
+void check_float32(double value);
+
+// Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
+// back. A field that came after a checkpoint was written (head_dim; norm,
+// which older checkpoints hold as pre_ln = true|false) takes its default.
 nn::Metadata config_metadata(const nn::ModelConfig& config);
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 

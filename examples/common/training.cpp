@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +11,7 @@
 #include "autograd/data_parallel.h"
 #include "examples/common/csv_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/signals.h"
 #include "nn/io/atomic_file.h"
 
 namespace gradflow::examples {
@@ -20,21 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using cli::UsageError;
 
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
-
-// Installs the Ctrl-C handler for the loop's lifetime.
-class SigintGuard {
- public:
-  SigintGuard() : previous_(std::signal(SIGINT, on_sigint)) { g_interrupted = 0; }
-  ~SigintGuard() { std::signal(SIGINT, previous_); }
-  SigintGuard(const SigintGuard&) = delete;
-  SigintGuard& operator=(const SigintGuard&) = delete;
-
- private:
-  void (*previous_)(int);
-};
-
 std::string fmt(double v) {
   if (std::isnan(v)) return "nan";  // printf may say "-nan"
   char buf[32];
@@ -42,29 +27,70 @@ std::string fmt(double v) {
   return buf;
 }
 
-// The rows of `from` up to `step` become `to` (the same file when resuming in
-// place): rows a crash left after the checkpoint would otherwise repeat.
-void carry_log(const std::string& from, const std::string& to, int64_t step) {
-  if (!fs::is_regular_file(from)) return;  // nothing to continue: a new log starts
-  std::istringstream in(read_file(from, uint64_t{1} << 30));
+// The header and the rows of the log at `path` up to `step`: rows a crash
+// left after the checkpoint would otherwise repeat, and a torn last row (no
+// newline) is dropped.
+std::string rows_up_to(const std::string& path, int64_t step) {
+  std::istringstream in(read_file(path, uint64_t{1} << 30));
   std::string line, kept;
-  if (!std::getline(in, line)) return;
+  if (!std::getline(in, line)) return kept;
   kept = line + '\n';
   while (std::getline(in, line))
     if (!in.eof() && std::strtoll(line.c_str(), nullptr, 10) <= step) kept += line + '\n';
+  return kept;
+}
+
+std::string value_or(const nn::Metadata& metadata, const std::string& key) {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return v;
+  return "";
+}
+
+// The resumed run's log up to the checkpoint's step becomes `to` (the same
+// file when resuming in place), once it is known to be the checkpoint's own.
+void carry_log(const std::string& resume_dir, const std::string& to, int64_t step,
+               const nn::Metadata& checkpoint, std::ostream& err) {
+  const std::string from = (fs::path(resume_dir) / "log.csv").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(from) || fs::file_size(from, ec) == 0) {
+    err << "warning: " << from << " is missing: a new log starts at step " << step + 1
+        << " (the rows of steps 1 to " << step << " are lost)\n";
+    std::error_code ignored;
+    fs::remove(to, ignored);  // resuming into another folder: no stale log there either
+    return;
+  }
+  const std::string kept = rows_up_to(from, step);
+  const std::string saved = value_or(checkpoint, "log_digest");
+  if (!saved.empty() && saved != cli::digest_hex(cli::log_digest(kept)))
+    throw UsageError("--resume " + resume_dir + ": log.csv does not belong with " +
+                     "checkpoint.safetensors: its rows up to step " + std::to_string(step) +
+                     " are not the ones saved with the checkpoint (another run's log, or an " +
+                     "edited one); move log.csv away to continue with a new log");
   write_file_atomic(to, kept);
 }
 
 }  // namespace
 
+cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape) {
+  check_memory(estimate_training_memory(shape), available_memory_bytes());
+  return cli::claim_run_dir(flags.out, flags.resume, flags.overwrite, std::cerr);
+}
+
 LoopOptions loop_options(const CommonFlags& f) {
+  // Dropout draws from one generator, which parts run at once cannot share
+  // (nn/dropout.h): then the batch is one part, and --threads cuts its
+  // kernels instead.
+  const int64_t parts =
+      f.dropout > 0 ? 1 : std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1));
   return {.out_dir = f.out,
           .steps = f.steps,
           .eval_every = f.eval_every,
           .save_every = f.save_every,
           .clip = f.clip,
-          .parts = std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1)),
+          .parts = parts,
           .stop_on_nan = f.stop_on_nan,
+          .max_skipped_steps = f.max_skipped_steps,
+          .threads = f.threads,
           .resume_dir = f.resume};
 }
 
@@ -132,13 +158,20 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   const bool resuming = !options.resume_dir.empty();
   if (resuming) {
     const std::string from = checkpoint_path(options.resume_dir);
+    nn::CheckpointContents loaded;
     try {
-      result.step = nn::load_checkpoint(from, model, optimizer, generators).step;
+      loaded = nn::load_checkpoint(from, model, optimizer, generators);
     } catch (const std::exception& e) {
       throw UsageError("--resume " + from + ": " + e.what());
     }
+    result.step = loaded.step;
     err << "resuming from " << from << " at step " << result.step << "\n";
-    carry_log((fs::path(options.resume_dir) / "log.csv").string(), log_path, result.step);
+    const std::string threads = value_or(loaded.metadata, "threads");
+    if (!threads.empty() && threads != std::to_string(options.threads))
+      err << "warning: --threads " << options.threads << " differs from the checkpoint's "
+          << threads << ": the run continues, but not bitwise as it would with " << threads
+          << " (see the README's Reliability section)\n";
+    carry_log(options.resume_dir, log_path, result.step, loaded.metadata, err);
   }
   std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "skipped"};
   columns.insert(columns.end(), options.metrics.begin(), options.metrics.end());
@@ -149,18 +182,38 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
         << "; nothing to do (raise --steps to continue)\n";
     return result;
   }
-  auto save = [&] {
-    nn::save_checkpoint(ckpt, model, optimizer, generators, result.step, options.metadata);
+  nn::Metadata metadata = options.metadata;
+  metadata.emplace_back("threads", std::to_string(options.threads));
+  // The step of the checkpoint on disk in `dir`, if any.
+  int64_t saved_step = resuming && fs::equivalent(options.resume_dir, dir, ec) ? result.step : -1;
+  cli::Progress progress(options.steps, err, {.tty = options.tty, .start_step = result.step});
+  // A state with a NaN or an infinity is not saved (nothing could resume
+  // from it): the file on disk stays the last good one.
+  auto save = [&]() -> bool {
+    nn::Metadata m = metadata;
+    m.emplace_back("log_digest", cli::digest_hex(log.digest()));
+    try {
+      nn::save_checkpoint(ckpt, model, optimizer, generators, result.step, m);
+    } catch (const nn::NonFiniteStateError& e) {
+      progress.note(std::string(e.what()) + "; " +
+                    (saved_step >= 0 ? ckpt + " keeps step " + std::to_string(saved_step)
+                                     : "no checkpoint was saved"));
+      return false;
+    }
+    saved_step = result.step;
+    return true;
   };
 
-  SigintGuard sigint;
-  cli::Progress progress(options.steps, err, {.tty = options.tty, .start_step = result.step});
+  cli::StopSignals stop_signals;
   std::string eval_text;  // the last evaluation, shown beside the loss
+  int64_t skipped_in_a_row = 0, session_steps = 0;
   model.train();
   while (result.step < options.steps) {
     const StepInfo info =
         take_step(optimizer, schedule, options.clip, options.parts, hooks, ++result.step);
+    ++session_steps;
     result.last_loss = info.loss;
+    skipped_in_a_row = info.skipped ? skipped_in_a_row + 1 : 0;
     if (info.skipped) {
       ++result.skipped;
       progress.note("step " + std::to_string(info.step) + ": non-finite " +
@@ -188,25 +241,52 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     progress.update(info.step, "loss " + fmt(info.loss) + eval_text);
 
     if (info.skipped && options.stop_on_nan) result.outcome = Outcome::kStoppedOnNan;
-    if (g_interrupted) result.outcome = Outcome::kInterrupted;
+    const bool all_skipped = last && skipped_in_a_row == session_steps;
+    if (options.max_skipped_steps > 0 &&
+        (skipped_in_a_row >= options.max_skipped_steps || all_skipped) &&
+        result.outcome == Outcome::kFinished)
+      result.outcome = Outcome::kTooManySkipped;
+    if (const int signal = cli::stop_signal(); signal != 0) {
+      result.outcome = Outcome::kInterrupted;
+      result.signal = signal;
+    }
     if (result.outcome != Outcome::kFinished) break;
     if (options.save_every > 0 && info.step % options.save_every == 0 && !last) save();
   }
   progress.finish();
-  save();
-  nn::save_weights((dir / "model.safetensors").string(), model, options.metadata);
+  const bool saved = save();
+  if (saved) nn::save_weights((dir / "model.safetensors").string(), model, options.metadata);
+  const std::string where = saved ? "checkpoint saved to " + ckpt
+                            : saved_step >= 0
+                                ? ckpt + " is step " + std::to_string(saved_step) + "'s"
+                                : "no checkpoint saved";
   if (result.outcome == Outcome::kInterrupted)
-    err << "interrupted at step " << result.step << "; checkpoint saved to " << ckpt
-        << " (continue with --resume " << dir.string() << ")\n";
+    err << "interrupted at step " << result.step << " (" << cli::signal_name(result.signal) << "); "
+        << where << " (continue with --resume " << dir.string() << ")\n";
   if (result.outcome == Outcome::kStoppedOnNan)
-    err << "stopped at step " << result.step << " on a non-finite value; checkpoint saved to "
-        << ckpt << "\n";
+    err << "stopped at step " << result.step << " on a non-finite value; " << where << "\n";
+  if (result.outcome == Outcome::kTooManySkipped)
+    err << "stopped at step " << result.step << ": "
+        << (skipped_in_a_row == session_steps
+                ? "every one of this run's " + std::to_string(session_steps) + " steps was"
+                : "the last " + std::to_string(skipped_in_a_row) + " steps were")
+        << " skipped for non-finite values (--max-skipped-steps " << options.max_skipped_steps
+        << "; try a lower --lr or another --scale); " << where << "\n";
   return result;
 }
 
 int exit_code(const TrainResult& result) {
-  if (result.outcome == Outcome::kInterrupted) return 130;
-  return result.outcome == Outcome::kFinished ? 0 : 1;
+  switch (result.outcome) {
+    case Outcome::kFinished:
+      return 0;
+    case Outcome::kInterrupted:
+      return cli::exit_code_for_signal(result.signal);
+    case Outcome::kStoppedOnNan:
+      return kExitStoppedOnNan;
+    case Outcome::kTooManySkipped:
+      return cli::kExitUsage;
+  }
+  return cli::kExitUsage;
 }
 
 }  // namespace gradflow::examples

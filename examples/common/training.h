@@ -12,17 +12,27 @@
 // thread (autograd/data_parallel.h), clip (which also measures the gradient
 // norm), AdamW. A
 // non-finite loss or gradient norm skips the update (parameters untouched)
-// and says so; with stop_on_nan it ends the run instead. In the output
-// directory:
+// and says so; with stop_on_nan it ends the run instead, and after
+// max_skipped_steps skipped steps in a row (or a session whose every step was
+// skipped) it ends as kTooManySkipped. In the output directory:
 //   log.csv                  step,loss,lr,grad_norm,skipped,<metrics>
 //   checkpoint.safetensors   weights, optimizer, generators, step and
 //                            metadata; every save_every steps, at the end and
-//                            on Ctrl-C
+//                            on a stop signal
 //   model.safetensors        weights only, with the same metadata
+// A state holding a NaN or an infinity is never saved: the checkpoint on
+// disk stays the last good one (nn/io/checkpoint.h).
+//
 // A resumed run carries the log over (rows after the checkpoint's step are
-// dropped) and appends to it, so it reads as one run. Ctrl-C (SIGINT) ends
-// the current step, saves the checkpoint and returns kInterrupted; the
-// handler, installed only while run_training runs, just sets a flag.
+// dropped) and appends to it, so it reads as one run. The checkpoint records
+// the log's digest (csv_log.h) and --threads: a resume refuses a log whose
+// rows up to the checkpoint's step are not the ones saved with it (another
+// run's log), warns and starts a new log when log.csv is missing, and warns
+// when --threads differs (the run then continues, but not bitwise).
+//
+// SIGINT, SIGTERM and SIGHUP (signals.h) end the current step, save the
+// checkpoint and return kInterrupted with the signal; the handlers, installed
+// only while run_training runs, just set a flag.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +43,9 @@
 #include <utility>
 #include <vector>
 
+#include "examples/common/memory_estimate.h"
 #include "examples/common/run_flags.h"
+#include "examples/common/run_lock.h"
 #include "nn/io/checkpoint.h"
 #include "nn/module.h"
 #include "nn/optim/optim.h"
@@ -75,6 +87,8 @@ struct LoopOptions {
   double clip = 0;                                    // 0: no clipping
   int64_t parts = 1;  // parts of each batch run at once, one per thread
   bool stop_on_nan = false;
+  int64_t max_skipped_steps = 0;          // stop after this many skipped steps in a row (0: never)
+  int threads = 1;                        // saved in the checkpoint; a resume compares
   std::vector<std::string> metrics = {};  // the evaluation's log columns
   nn::Metadata metadata = {};             // saved in both files
   std::string resume_dir = "";            // continue from its checkpoint, or empty
@@ -82,14 +96,20 @@ struct LoopOptions {
   std::optional<bool> tty = std::nullopt;
 };
 
+// What a program does once its model's sizes are known, before building it:
+// refuses a configuration that cannot fit in memory (memory_estimate.h), then
+// claims --out (run_lock.h). The lock must be held until the program ends.
+cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape);
+
 // LoopOptions from the flags, with one part per thread (at most one per
-// row); the caller adds metrics and metadata.
+// row; one in all with dropout); the caller adds metrics and metadata.
 LoopOptions loop_options(const CommonFlags& flags);
 
-enum class Outcome { kFinished, kInterrupted, kStoppedOnNan };
+enum class Outcome { kFinished, kInterrupted, kStoppedOnNan, kTooManySkipped };
 
 struct TrainResult {
   Outcome outcome = Outcome::kFinished;
+  int signal = 0;                    // kInterrupted: the signal (SIGINT, SIGTERM, SIGHUP)
   int64_t step = 0;                  // steps done, in all sessions
   int64_t skipped = 0;               // steps skipped in this session
   double last_loss = 0;              // of the last step
@@ -104,7 +124,11 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
                          const std::vector<std::pair<std::string, Generator*>>& generators,
                          const LoopOptions& options, const Hooks& hooks);
 
-// 0 finished, 130 interrupted (as a shell reports SIGINT), 1 stopped on NaN.
+// The programs' exit codes: 0 finished; 128 + the signal when interrupted
+// (130 SIGINT, 143 SIGTERM, 129 SIGHUP, as a shell reports them); 1 stopped
+// on a non-finite value as --stop-on-nan asked; 2 stopped after
+// --max-skipped-steps skipped steps (like a bad value: the run cannot train).
+inline constexpr int kExitStoppedOnNan = 1;
 int exit_code(const TrainResult& result);
 
 }  // namespace gradflow::examples

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "autograd/ops.h"
+#include "examples/common/signals.h"
 #include "examples/study/study.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
@@ -47,23 +48,35 @@ Estimate estimate_of(const std::vector<double>& draws) {
   return {mean, std::sqrt(ss / (n - 1) / n)};
 }
 
+Interrupted::Interrupted(int signal, std::string part, size_t done, size_t count)
+    : signal_(signal),
+      message_(cli::signal_name(signal) + " in " + part + " (" + std::to_string(done) + " of " +
+               std::to_string(count) + " done)") {}
+
+void check_stop() {
+  if (cli::stop_signal() != 0) throw Error("stopped by a signal");
+}
+
 void run_jobs(const std::string& part, size_t count, int threads,
               const std::function<void(size_t)>& job, const ProgressFn& progress) {
   std::atomic<size_t> next{0};
   std::mutex lock;
   std::string error;
-  size_t done = 0;
+  size_t done = 0, completed = 0;  // jobs ended; jobs ended without an error
   const bool flush = flush_denormals();  // the jobs take the caller's mode
   auto worker = [&] {
     set_flush_denormals(flush);
-    for (size_t i; (i = next++) < count;) {
+    for (size_t i; cli::stop_signal() == 0 && (i = next++) < count;) {
+      bool ok = true;
       try {
         job(i);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> guard(lock);
         if (error.empty()) error = e.what();
+        ok = false;
       }
       std::lock_guard<std::mutex> guard(lock);
+      completed += ok;
       if (progress) progress(++done, count);
     }
   };
@@ -71,6 +84,9 @@ void run_jobs(const std::string& part, size_t count, int threads,
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
+  // A job that saw the signal ended early and threw: not its error.
+  if (const int signal = cli::stop_signal(); signal != 0)
+    throw Interrupted(signal, part, completed, count);
   if (!error.empty()) throw Error("scaling_study: " + part + " failed: " + error);
 }
 

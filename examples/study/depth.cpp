@@ -40,17 +40,17 @@ struct Sample {
   std::vector<double> wq, wv, ff, cosine;  // one per layer
 };
 
-Sample one_draw(const std::string& mode, bool pre_ln, int64_t layers, int64_t draw,
+Sample one_draw(const std::string& mode, nn::NormPlacement norm, int64_t layers, int64_t draw,
                 const DepthOptions& o) {
   nn::ModelConfig c;
   c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.layers = layers;
-  c.d_ff = o.d_ff, c.max_len = o.seq, c.pre_ln = pre_ln;
+  c.d_ff = o.d_ff, c.max_len = o.seq, c.norm = norm;
   c.head_dim = o.d_model / o.heads;
   c.scale = scale_mode_of(mode);
   // The same generator for every mode and placement: the same weights and batch.
   Generator gen(o.seed * 1000003 + static_cast<uint64_t>(layers) * 101 +
                 static_cast<uint64_t>(draw));
-  nn::EncoderClassifier model(c, 0, gen);
+  nn::EncoderClassifier model(/*classes=*/0, c, gen);
   for (const auto& layer : model.encoder->layers) apply_mode_init(*layer->self_attn, mode);
   Tensor ids = randint(0, o.vocab, {o.batch, o.seq}, gen);
   Tensor targets = randint(0, o.vocab, {o.batch, o.seq}, gen);
@@ -78,13 +78,13 @@ std::vector<DepthRow> run_depth_probe(const DepthOptions& o, const ProgressFn& p
     fail("scaling_study: the depth probe's d_model must be a multiple of its heads");
   struct Job {
     std::string mode;
-    bool pre_ln;
+    nn::NormPlacement norm;
     int64_t layers;
   };
   std::vector<Job> jobs;
   for (const std::string& mode : study_modes())
-    for (bool pre_ln : {true, false})
-      for (int64_t layers : o.depths) jobs.push_back({mode, pre_ln, layers});
+    for (nn::NormPlacement norm : {nn::NormPlacement::Pre, nn::NormPlacement::Post})
+      for (int64_t layers : o.depths) jobs.push_back({mode, norm, layers});
   std::vector<std::vector<DepthRow>> rows(jobs.size());
   run_jobs(
       "the depth probe", jobs.size(), o.threads,
@@ -92,16 +92,16 @@ std::vector<DepthRow> run_depth_probe(const DepthOptions& o, const ProgressFn& p
         const Job& job = jobs[i];
         std::vector<Sample> draws;
         for (int64_t d = 0; d < o.draws; ++d)
-          draws.push_back(one_draw(job.mode, job.pre_ln, job.layers, d, o));
+          draws.push_back(one_draw(job.mode, job.norm, job.layers, d, o));
         for (int64_t layer = 0; layer < job.layers; ++layer) {
           auto across = [&](std::vector<double> Sample::*field) {
             std::vector<double> v;
             for (const Sample& s : draws) v.push_back((s.*field)[static_cast<size_t>(layer)]);
             return estimate_of(v);
           };
-          rows[i].push_back({job.mode, job.pre_ln ? "pre_ln" : "post_ln", job.layers, layer,
-                             o.draws, across(&Sample::wq), across(&Sample::wv), across(&Sample::ff),
-                             across(&Sample::cosine)});
+          rows[i].push_back({job.mode, job.norm == nn::NormPlacement::Pre ? "pre_ln" : "post_ln",
+                             job.layers, layer, o.draws, across(&Sample::wq), across(&Sample::wv),
+                             across(&Sample::ff), across(&Sample::cosine)});
         }
       },
       progress);

@@ -52,7 +52,10 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
       normalised_max = std::max(normalised_max, r.max_logit);
       continue;
     }
-    if (!(r.max_logit > 0) || !std::isfinite(r.grad_ratio_qv)) continue;
+    // A run that diverged early has no figures to rank.
+    if (!(r.max_logit > 0) || !std::isfinite(r.max_logit) || !std::isfinite(r.min_entropy) ||
+        !(r.grad_ratio_qv > 0) || !std::isfinite(r.grad_ratio_qv))
+      continue;
     logit.push_back(std::log(r.max_logit));
     entropy.push_back(r.min_entropy);
     ratio.push_back(std::log(r.grad_ratio_qv));

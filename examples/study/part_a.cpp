@@ -92,7 +92,8 @@ void initialised_layer(InitRow& row, const std::string& mode, const PartAOptions
   row.layer_draws = std::max<int64_t>(8, o.layer_rows / row.n_keys);
   for (int64_t draw = 0; draw < row.layer_draws; ++draw) {
     Generator gen = seeded(o.seed, 2, 0, row.d_k, row.n_keys, draw);
-    nn::MultiHeadAttention attn(o.d_model, 1, scale_mode_of(mode), gen, DType::Float32, row.d_k);
+    nn::MultiHeadAttention attn(
+        o.d_model, {.heads = 1, .head_dim = row.d_k, .scale = scale_mode_of(mode)}, gen);
     apply_mode_init(attn, mode);
     attn.record_probe = true;
     Variable x(randn({1, row.n_keys, o.d_model}, gen));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,12 +44,30 @@ Estimate estimate_of(const std::vector<double>& draws);
 // Units of work done, for a progress display: progress(done, total).
 using ProgressFn = std::function<void(size_t done, size_t total)>;
 
+// Thrown by run_jobs when a stop signal (examples/common/signals.h: SIGINT,
+// SIGTERM, SIGHUP) came while a StopSignals guard lived: no job starts after
+// it, and a long job may end early by calling check_stop().
+class Interrupted : public std::exception {
+ public:
+  Interrupted(int signal, std::string part, size_t done, size_t count);
+  const char* what() const noexcept override { return message_.c_str(); }
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+  std::string message_;  // "SIGTERM in Part B (57 of 126 runs done)"
+};
+
+// Throws (anything: run_jobs reports Interrupted) if a stop signal came.
+void check_stop();
+
 // Runs job(0) ... job(count - 1) on `threads` threads, each job on one
 // thread (so each job's kernels run single-threaded), jobs taken in index
 // order; progress is called with 0 done before the first job starts and
 // after each, one call at a time. Jobs must write
 // only their own results, so the output does not depend on the thread count.
-// Throws Error naming `part` with the first job's error.
+// Throws Interrupted after a stop signal, else Error naming `part` with the
+// first job's error.
 void run_jobs(const std::string& part, size_t count, int threads,
               const std::function<void(size_t)>& job, const ProgressFn& progress);
 

@@ -68,7 +68,7 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
   nn::ModelConfig c;
   c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
   c.head_dim = spec.key.d_k;
-  c.pre_ln = spec.pre_ln;
+  c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
   c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
   StudyModel m;
   auto add_decoder = [&m](const nn::Decoder& decoder) {
@@ -324,6 +324,7 @@ RunOutput train_one(const RunSpec& spec) {
       out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
       break;
     }
+    check_stop();  // a run takes seconds: a stop signal need not wait for it
     opt.set_lr(task.lr *
                std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup)));
     Batch b = make_study_batch(task, spec.batch, data);

@@ -47,7 +47,15 @@ CharDataset::CharDataset(std::string_view text, double val_fraction) {
 CharDataset CharDataset::from_file(const std::string& path, double val_fraction) {
   const char* op = "CharDataset::from_file";
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(op, ": \"", path, "\" is a directory");
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) fail(op, ": \"", path, "\" is a directory");
+  if (std::filesystem::is_character_file(status) || std::filesystem::is_block_file(status))
+    fail(op, ": \"", path, "\" is a device, not a text file");
+  if (std::filesystem::is_regular_file(status)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxFileBytes)
+      fail(op, ": \"", path, "\" has ", size, " bytes, more than the limit of ", kMaxFileBytes);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in.is_open()) {
     const int err = errno;

@@ -26,19 +26,22 @@ enum class Split { Train, Val };
 
 class CharDataset {
  public:
-  // The largest file from_file reads, so a wrong path (a huge log, /dev/zero) fails quickly.
+  // The largest file from_file reads, so a wrong path (a huge log) fails quickly.
   static constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
 
   // Throws Error if `text` is empty or val_fraction is not in [0, 1).
   explicit CharDataset(std::string_view text, double val_fraction = 0.1);
 
   // Reads the whole file (as bytes). Throws Error with a one-line message naming the path if it
-  // cannot be opened or read, is a directory, is empty or is larger than kMaxFileBytes.
+  // cannot be opened or read, is a directory or a device (/dev/zero), is empty or is larger than
+  // kMaxFileBytes. A regular file's size is checked before anything is read; a pipe is read up
+  // to the limit.
   static CharDataset from_file(const std::string& path, double val_fraction = 0.1);
 
   int64_t vocab_size() const { return static_cast<int64_t>(chars_.size()); }
   const std::string& chars() const { return chars_; }  // chars()[id] is the byte of id
   int64_t size() const { return static_cast<int64_t>(ids_.size()); }  // whole text, in bytes
+  int64_t id_at(int64_t i) const { return ids_.at(static_cast<size_t>(i)); }  // of byte i
   int64_t split_size(Split split) const;
 
   // Throws Error naming the first byte (or id) that is not in the vocabulary.

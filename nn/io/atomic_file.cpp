@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <string>
 #include <system_error>
 
@@ -164,6 +166,37 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
     }
     content.append(buffer, static_cast<size_t>(got));
   }
+}
+
+RemovedFiles remove_stale_temp_files(const std::string& path) {
+  const std::string directory = directory_of(path);
+  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".tmp.";
+  // "<pid>.<counter>": digits, a dot, digits; nothing else is ours to remove.
+  auto is_suffix = [](std::string_view s) {
+    const size_t dot = s.find('.');
+    auto digits = [](std::string_view d) {
+      return !d.empty() &&
+             std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    return dot != std::string_view::npos && digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
+  };
+  RemovedFiles removed;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(directory, ec), end;
+  if (ec) fail("remove_stale_temp_files: cannot read \"", directory, "\": ", ec.message());
+  for (; it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !is_suffix(std::string_view(name).substr(prefix.size())))
+      continue;
+    std::error_code size_ec;
+    const uintmax_t bytes = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
+    if (::unlink(it->path().c_str()) == 0) {
+      ++removed.count;
+      removed.bytes += size_ec ? 0 : bytes;
+    }
+  }
+  if (ec) fail("remove_stale_temp_files: cannot read \"", directory, "\": ", ec.message());
+  return removed;
 }
 
 }  // namespace gradflow

@@ -29,4 +29,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // (a huge file, /dev/zero) from exhausting memory.
 std::string read_file(const std::string& path, uint64_t max_bytes);
 
+// Removes the temporary files write_file_atomic(path, ...) left behind when a writer was killed
+// or crashed before its rename ("<path>.tmp.<pid>.<counter>", in path's directory). Returns how
+// many it removed and their bytes. REQUIRES: no other writer of `path` is alive, which the caller
+// makes sure of (the training programs hold their folder's lock, examples/common/run_lock.h).
+// Throws Error if the directory cannot be read.
+struct RemovedFiles {
+  uint64_t count = 0, bytes = 0;
+};
+RemovedFiles remove_stale_temp_files(const std::string& path);
+
 }  // namespace gradflow

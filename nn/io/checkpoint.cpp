@@ -1,5 +1,7 @@
 #include "nn/io/checkpoint.h"
 
+#include <array>
+#include <cmath>
 #include <cstring>
 
 #include "nn/io/safetensors.h"
@@ -22,6 +24,45 @@ Tensor rng_tensor(const Generator& gen) {
   return t;
 }
 
+// The name of the first floating tensor holding a NaN or an infinity, or "".
+std::string first_non_finite(const NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor.dtype() == DType::Int64) continue;
+    const Tensor t = tensor.contiguous();
+    const bool finite = visit_float(t.dtype(), "checkpoint", [&](auto zero) {
+      using T = decltype(zero);
+      const T* p = t.data<T>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        if (!std::isfinite(p[i])) return false;
+      return true;
+    });
+    if (!finite) return name;
+  }
+  return "";
+}
+
+std::array<uint64_t, 4> rng_state(const Tensor& t) {
+  std::array<uint64_t, 4> s;
+  std::memcpy(s.data(), t.data<int64_t>(), sizeof s);
+  return s;
+}
+
+bool is_zero(const std::array<uint64_t, 4>& s) { return (s[0] | s[1] | s[2] | s[3]) == 0; }
+
+// The optimizer's update count and per-parameter counts against the step.
+void check_update_counts(const std::string& path, const NamedTensors& optim, int64_t step) {
+  for (const auto& [name, t] : optim) {
+    if ((name != "step" && name != "param_steps") || t.dtype() != DType::Int64) continue;
+    const Tensor c = t.contiguous();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      const int64_t v = c.data<int64_t>()[i];
+      if (v < 0 || v > step)
+        fail("checkpoint ", path, ": optim.", name, " is ", v, ", outside [0, step = ", step,
+             "] (the optimizer cannot have made more updates than there were steps)");
+    }
+  }
+}
+
 }  // namespace
 
 const std::string& metadata_value(const Metadata& metadata, const std::string& key) {
@@ -36,7 +77,15 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
   NamedTensors tensors;
   for (auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
   for (auto& [name, t] : optimizer.state()) tensors.emplace_back("optim." + name, t);
-  for (auto& [name, gen] : generators) tensors.emplace_back("rng." + name, rng_tensor(*gen));
+  if (const std::string bad = first_non_finite(tensors); !bad.empty())
+    throw NonFiniteStateError("checkpoint " + path + ": not saved: '" + bad +
+                              "' holds a non-finite value (NaN or infinity)");
+  if (step < 0 || step > kMaxCheckpointStep)
+    fail("checkpoint ", path, ": step ", step, " is outside [0, 2^53]");
+  for (auto& [name, gen] : generators) {
+    if (is_zero(gen->state())) fail("checkpoint ", path, ": generator '", name, "' is all zero");
+    tensors.emplace_back("rng." + name, rng_tensor(*gen));
+  }
   Metadata meta = {{"format", kFormat}, {"step", std::to_string(step)}};
   meta.insert(meta.end(), metadata.begin(), metadata.end());
   save_safetensors(path, tensors, meta);
@@ -55,8 +104,8 @@ CheckpointContents load_checkpoint(
     } else if (k == "step") {
       char* end = nullptr;
       out.step = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || out.step < 0)
-        fail("checkpoint ", path, ": bad step '", v, "'");
+      if (v.empty() || *end != '\0' || out.step < 0 || out.step > kMaxCheckpointStep)
+        fail("checkpoint ", path, ": bad step '", v, "' (expected an integer in [0, 2^53])");
     } else {
       out.metadata.emplace_back(k, v);
     }
@@ -77,7 +126,13 @@ CheckpointContents load_checkpoint(
     else
       fail("checkpoint ", path, ": unexpected tensor '", name, "'");
   }
-  // Check the generators before changing anything they feed.
+  // Check the values and the generators before changing anything.
+  if (std::string bad = first_non_finite(weights); !bad.empty())
+    fail("checkpoint ", path, ": weight '", bad, "' holds a non-finite value (NaN or infinity)");
+  if (std::string bad = first_non_finite(optim); !bad.empty())
+    fail("checkpoint ", path, ": optimizer state '", bad,
+         "' holds a non-finite value (NaN or infinity)");
+  check_update_counts(path, optim, out.step);
   std::vector<std::array<uint64_t, 4>> states;
   for (auto& [name, gen] : generators) {
     const Tensor* found = nullptr;
@@ -85,9 +140,10 @@ CheckpointContents load_checkpoint(
       if (n == name) found = &t;
     if (!found || found->dtype() != DType::Int64 || found->shape() != Shape{4})
       fail("checkpoint ", path, ": no valid state for generator '", name, "'");
-    std::array<uint64_t, 4> s;
-    std::memcpy(s.data(), found->data<int64_t>(), sizeof s);
-    states.push_back(s);
+    states.push_back(rng_state(*found));
+    if (is_zero(states.back()))
+      fail("checkpoint ", path, ": the state of generator '", name,
+           "' is all zero, which xoshiro256** never reaches (a damaged file)");
   }
   model.load_state_dict(weights);
   optimizer.load_state(optim);
@@ -104,7 +160,8 @@ void save_weights(const std::string& path, const Module& model, const Metadata& 
 }
 
 void load_weights(const std::string& path, Module& model) {
-  model.load_state_dict(load_safetensors(path).tensors);
+  model.load_state_dict(
+      load_safetensors(path, kMaxSafetensorsFileBytes, HalfPrecision::kToFloat32).tensors);
 }
 
 }  // namespace gradflow::nn

@@ -13,6 +13,7 @@
 
 #include "nn/io/atomic_file.h"
 #include "nn/io/json.h"
+#include "nn/io/safetensors_dtypes.h"
 
 namespace gradflow::nn {
 
@@ -144,22 +145,22 @@ uint64_t read_u64_le(std::string_view bytes) {
 
 // One tensor's header entry, checked on its own (the layout of all of them is checked later).
 struct Info {
-  std::string_view name;  // points into the parsed header
-  DType dtype;
+  std::string name;
+  const SafetensorsDtypeInfo* type;
   Shape shape;
   uint64_t begin, end;  // data_offsets
 };
 
-DType read_dtype(const json::Value& value, const std::string& q) {
+const SafetensorsDtypeInfo* read_dtype(const json::Value& value, const std::string& q) {
   if (!value.is_string()) reject("dtype of tensor ", q, " is ", json::kind_name(value.kind()));
   const std::string& code = value.as_string();
-  if (auto dtype = dtype_of_code(code)) return *dtype;
+  if (const SafetensorsDtypeInfo* type = find_safetensors_dtype(code)) return type;
   const bool plain =
       !code.empty() && code.size() <= 16 && std::all_of(code.begin(), code.end(), [](char c) {
         return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
       });
   reject("unsupported dtype ", plain ? code : quote(code), " for tensor ", q,
-         " (gradflow reads F32, F64 and I64)");
+         " (not a safetensors dtype)");
 }
 
 // The shape, and its element count, which fits in int64 like every partial product of the
@@ -226,14 +227,18 @@ Info read_info(const std::string& name, const json::Value& entry) {
     reject("data_offsets [", info.begin, ", ", info.end, "] of tensor ", q,
            " end before they begin");
   }
-  const uint64_t element = dtype_size(info.dtype);
-  if (numel > std::numeric_limits<uint64_t>::max() / element) {
+  const auto bits = static_cast<uint64_t>(info.type->bits);
+  if (numel > std::numeric_limits<uint64_t>::max() / bits) {
     reject("tensor ", q, " of shape ", shape_text(info.shape), " has too many bytes to count");
   }
-  if (info.end - info.begin != numel * element) {
+  if (numel * bits % 8 != 0) {
+    reject("tensor ", q, " of shape ", shape_text(info.shape), " has ", numel, " elements of ",
+           info.type->code, " (", bits, " bits each), which do not fill whole bytes");
+  }
+  if (info.end - info.begin != numel * bits / 8) {
     reject("tensor ", q, " has data_offsets [", info.begin, ", ", info.end, "] (",
-           info.end - info.begin, " bytes) but dtype ", safetensors_dtype(info.dtype),
-           " and shape ", shape_text(info.shape), " need ", numel * element, " bytes");
+           info.end - info.begin, " bytes) but dtype ", info.type->code, " and shape ",
+           shape_text(info.shape), " need ", numel * bits / 8, " bytes");
   }
   return info;
 }
@@ -338,7 +343,16 @@ std::string encode_safetensors(const NamedTensors& tensors, const SafetensorsMet
   return out;
 }
 
-SafetensorsFile decode_safetensors(std::string_view bytes) {
+namespace {
+
+// The header and the data buffer of a file, every rule checked.
+struct Parsed {
+  std::vector<Info> infos;
+  SafetensorsMetadata metadata;
+  std::string_view data;
+};
+
+Parsed parse(std::string_view bytes) {
   if (bytes.size() < kLengthBytes) {
     reject("file is ", bytes.size(), " bytes, too short for the 8-byte header length");
   }
@@ -353,7 +367,8 @@ SafetensorsFile decode_safetensors(std::string_view bytes) {
     reject("header length ", header_bytes, " exceeds the limit of ", kMaxSafetensorsHeaderBytes);
   }
   const std::string_view text = bytes.substr(kLengthBytes, header_bytes);
-  const std::string_view data = bytes.substr(kLengthBytes + header_bytes);
+  Parsed parsed;
+  parsed.data = bytes.substr(kLengthBytes + header_bytes);
   if (!is_utf8(text)) reject("header is not valid UTF-8");
   if (text.front() != '{') reject("header does not start with '{'");
   json::Value root;
@@ -365,25 +380,67 @@ SafetensorsFile decode_safetensors(std::string_view bytes) {
     reject("cannot parse the header: ", e.what());
   }
   if (!root.is_object()) reject("header is ", json::kind_name(root.kind()), ", not an object");
-
-  SafetensorsFile file;
-  std::vector<Info> infos;
   for (const auto& [key, value] : root.as_object()) {
     if (key == kMetadataKey) {
-      file.metadata = read_metadata(value);
+      parsed.metadata = read_metadata(value);
     } else {
-      infos.push_back(read_info(key, value));
+      parsed.infos.push_back(read_info(key, value));
     }
   }
-  check_layout(infos, data.size());
+  check_layout(parsed.infos, parsed.data.size());
+  return parsed;
+}
 
-  // Every check has passed: the tensors together take exactly data.size() bytes.
-  for (const Info& info : infos) {
-    Tensor t = Tensor::empty(info.shape, info.dtype);
-    if (info.end > info.begin) {
-      std::memcpy(t.storage()->data(), data.data() + info.begin, info.end - info.begin);
+// F16 or BF16 data as a float32 tensor.
+Tensor widened(const Info& info, std::string_view data) {
+  Tensor t = Tensor::empty(info.shape, DType::Float32);
+  float* out = t.data<float>();
+  const bool bf16 = info.type->code == "BF16";
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    uint16_t bits = 0;
+    std::memcpy(&bits, data.data() + info.begin + 2 * static_cast<size_t>(i), 2);
+    out[i] = bf16 ? bfloat16_to_float(bits) : half_to_float(bits);
+  }
+  return t;
+}
+
+}  // namespace
+
+SafetensorsHeader read_safetensors_header(std::string_view bytes) {
+  Parsed parsed = parse(bytes);
+  SafetensorsHeader header;
+  header.metadata = std::move(parsed.metadata);
+  for (Info& info : parsed.infos)
+    header.tensors.push_back({std::move(info.name), std::string(info.type->code),
+                              std::move(info.shape), info.begin, info.end});
+  return header;
+}
+
+SafetensorsFile decode_safetensors(std::string_view bytes, HalfPrecision half) {
+  Parsed parsed = parse(bytes);
+  const bool widen = half == HalfPrecision::kToFloat32;
+  for (const Info& info : parsed.infos) {
+    const bool is_half = info.type->code == "F16" || info.type->code == "BF16";
+    if (!dtype_of_code(info.type->code) && !(widen && is_half))
+      reject("unsupported dtype ", info.type->code, " for tensor ", quote(info.name),
+             widen ? " (gradflow reads F32, F64, I64, and F16 and BF16 as F32)"
+                   : " (gradflow reads F32, F64 and I64)");
+  }
+  // Every check has passed: the tensors together take exactly data.size() bytes (twice that for
+  // F16 and BF16 widened to F32).
+  SafetensorsFile file;
+  file.metadata = std::move(parsed.metadata);
+  for (const Info& info : parsed.infos) {
+    const std::optional<DType> dtype = dtype_of_code(info.type->code);
+    if (!dtype) {
+      file.tensors.emplace_back(info.name, widened(info, parsed.data));
+      continue;
     }
-    file.tensors.emplace_back(std::string(info.name), std::move(t));
+    Tensor t = Tensor::empty(info.shape, *dtype);
+    if (info.end > info.begin) {
+      std::memcpy(t.storage()->data(), parsed.data.data() + info.begin, info.end - info.begin);
+    }
+    file.tensors.emplace_back(info.name, std::move(t));
   }
   return file;
 }
@@ -393,10 +450,19 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomic(path, encode_safetensors(tensors, metadata));
 }
 
-SafetensorsFile load_safetensors(const std::string& path, uint64_t max_bytes) {
+SafetensorsFile load_safetensors(const std::string& path, uint64_t max_bytes, HalfPrecision half) {
   const std::string bytes = read_file(path, max_bytes);
   try {
-    return decode_safetensors(bytes);
+    return decode_safetensors(bytes, half);
+  } catch (const SafetensorsError& e) {
+    throw SafetensorsError("\"" + path + "\": " + e.problem());
+  }
+}
+
+SafetensorsHeader load_safetensors_header(const std::string& path, uint64_t max_bytes) {
+  const std::string bytes = read_file(path, max_bytes);
+  try {
+    return read_safetensors_header(bytes);
   } catch (const SafetensorsError& e) {
     throw SafetensorsError("\"" + path + "\": " + e.problem());
   }

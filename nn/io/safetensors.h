@@ -10,8 +10,10 @@
 //   the rest  the data buffer: each tensor's elements, little-endian, row-major; the tensors'
 //             [begin, end) ranges tile it from 0 to its end with no gap, overlap or extra byte
 //
-// gradflow reads and writes the dtypes it has: F32, F64 and I64. Files come from anywhere, so
-// decoding checks every rule above before it allocates a tensor, and never trusts a length.
+// The header of a file with any of the format's dtypes (safetensors_dtypes.h) can be read and
+// checked; tensors are decoded in the dtypes gradflow has, F32, F64 and I64, and on request F16
+// and BF16 widened to F32. Files come from anywhere, so reading checks every rule above before
+// it allocates a tensor, and never trusts a length.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/tensor.h"
 #include "tensor/error.h"
+#include "tensor/tensor.h"
 
 namespace gradflow::nn {
 
@@ -32,6 +34,24 @@ struct SafetensorsFile {
   NamedTensors tensors;
   SafetensorsMetadata metadata;
 };
+
+// A tensor's entry in the header: its dtype as the file names it ("BF16") and where its bytes
+// lie in the data buffer.
+struct SafetensorsEntry {
+  std::string name, dtype;
+  Shape shape;
+  uint64_t begin = 0, end = 0;  // data_offsets
+};
+
+// A file's header, in the header's order.
+struct SafetensorsHeader {
+  std::vector<SafetensorsEntry> tensors;
+  SafetensorsMetadata metadata;
+};
+
+// What decoding does with F16 and BF16 tensors: refuse them by name, or widen them to F32
+// (exactly: every half and bfloat16 value is a float).
+enum class HalfPrecision { kRefuse, kToFloat32 };
 
 // Thrown for a file that breaks the format, or tensors that cannot be written. One line:
 //   safetensors: unsupported dtype BF16 for tensor 'w' (gradflow reads F32, F64 and I64)
@@ -67,10 +87,17 @@ std::string_view safetensors_dtype(DType dtype);
 std::string encode_safetensors(const NamedTensors& tensors,
                                const SafetensorsMetadata& metadata = {});
 
+// Reads and checks the header of a whole file held in memory, with tensors of any of the
+// format's dtypes, against the file's length; allocates no tensor. Throws SafetensorsError
+// naming the first broken rule (and the tensor, where there is one).
+SafetensorsHeader read_safetensors_header(std::string_view bytes);
+
 // Decodes a whole file held in memory; throws SafetensorsError naming the first broken rule
-// (and the tensor, where there is one). Allocates only after every check has passed, and then
-// no more than bytes.size() for the tensors.
-SafetensorsFile decode_safetensors(std::string_view bytes);
+// (and the tensor, where there is one), or a dtype gradflow does not compute in. Allocates only
+// after every check has passed, and then no more than bytes.size() for the tensors (twice that
+// for F16 and BF16 widened to F32).
+SafetensorsFile decode_safetensors(std::string_view bytes,
+                                   HalfPrecision half = HalfPrecision::kRefuse);
 
 // encode_safetensors, then write_file_atomic: `path` holds the old file or the new, never a mix.
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
@@ -79,6 +106,11 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // read_file (Error if unreadable or above max_bytes), then decode_safetensors; the
 // SafetensorsError message then names the file too.
 SafetensorsFile load_safetensors(const std::string& path,
-                                 uint64_t max_bytes = kMaxSafetensorsFileBytes);
+                                 uint64_t max_bytes = kMaxSafetensorsFileBytes,
+                                 HalfPrecision half = HalfPrecision::kRefuse);
+
+// read_file, then read_safetensors_header.
+SafetensorsHeader load_safetensors_header(const std::string& path,
+                                          uint64_t max_bytes = kMaxSafetensorsFileBytes);
 
 }  // namespace gradflow::nn

@@ -1,5 +1,6 @@
 // Optimizers and gradient clipping. The update formulas are on the declarations in optim.h; here
-// each is one loop over a parameter's n contiguous elements, in the parameter's dtype T.
+// each is one loop over a parameter's n contiguous elements, in the parameter's dtype T. Adam's
+// (and so AdamW's) has its reference beside it: the same formulas from whole-tensor ops.
 #include "nn/optim/optim.h"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/reference.h"
 #include "tensor/creation.h"
+#include "tensor/elementwise.h"
 
 namespace gradflow::nn {
 
@@ -271,6 +274,7 @@ NamedTensors Adam::buffers() const {
 }
 
 void Adam::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
+  if (reference_ops()) return update_reference(i, p, g, t);
   // Scalars in double, as PyTorch computes them in Python, then rounded to T.
   const double step_size = lr() / (1 - std::pow(beta1_, static_cast<double>(t)));
   const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, static_cast<double>(t)));
@@ -298,6 +302,25 @@ void Adam::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
       pd[k] = pk + neg_step * (mk / (std::sqrt(vk) / bc2 + eps));
     }
   });
+}
+
+// One whole-tensor op (tensor/elementwise.h) per step of optim.h's formulas, each a pass with a
+// tensor of its own; the ops round each hyperparameter to the parameter's dtype, as the loop does.
+void Adam::update_reference(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
+  const double step_size = lr() / (1 - std::pow(beta1_, static_cast<double>(t)));
+  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, static_cast<double>(t)));
+  Tensor param = p, grad = g;
+  if (weight_decay_ != 0 && decoupled_) param = mul(param, 1 - lr() * weight_decay_);  // AdamW
+  if (weight_decay_ != 0 && !decoupled_) grad = add(grad, mul(param, weight_decay_));  // Adam
+  const Tensor m = add(mul(exp_avg_[i], beta1_), mul(grad, 1 - beta1_));
+  const Tensor v = add(mul(exp_avg_sq_[i], beta2_), mul(mul(grad, grad), 1 - beta2_));
+  const Tensor denom = add(div(sqrt(v), bias_correction2_sqrt), eps_);
+  const Tensor updated = sub(param, mul(div(m, denom), step_size));
+  // Into the live storage, which every handle on the parameter and the moments shares.
+  exp_avg_[i].copy_(m);
+  exp_avg_sq_[i].copy_(v);
+  Tensor live = p;
+  live.copy_(updated);
 }
 
 // ---- clip_grad_norm ---------------------------------------------------------

@@ -9,7 +9,8 @@
 // Each parameter's update is one fused loop over its contiguous data, computed in the parameter's
 // own dtype (float32 or float64) with the hyperparameters rounded to that dtype, as PyTorch's
 // single-tensor kernels compute it. Nothing is allocated per step (a non-contiguous gradient, which
-// the engine never produces, is first copied).
+// the engine never produces, is first copied). Adam's and AdamW's loop has a reference beside it,
+// the same formulas from tensor ops, which runs instead with reference_ops() on.
 //
 // Checkpoints: state() lists every piece of state under a name; load_state() puts it back, and
 // training then continues bitwise identically to a run that never stopped. The names are
@@ -122,6 +123,9 @@ class Adam : public Optimizer {
   std::vector<std::pair<std::string, double>> hyperparameters() const override;
   NamedTensors buffers() const override;
   void update(size_t i, const Tensor& p, const Tensor& g, int64_t t) override;
+  // The same update composed from tensor ops, which update() runs instead with reference_ops()
+  // on (autograd/reference.h).
+  void update_reference(size_t i, const Tensor& p, const Tensor& g, int64_t t);
 
  private:
   double beta1_, beta2_, eps_, weight_decay_;

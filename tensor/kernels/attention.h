@@ -4,10 +4,11 @@
 //
 //   weights = softmax(scale * q k^T, masked keys -inf),  out = weights v
 //
-// Composed of matmul, scaled_masked_softmax and matmul, attention made a
-// (..., T, S) tensor per step, forward and backward, each a pass through
-// memory, and a batch of GEMM calls per product. Here one work item per head
-// runs all of its products and the softmax while they are hot.
+// One work item per head runs all of its products and the softmax while they
+// are hot, rather than a (..., T, S) tensor per step, each a pass through
+// memory, and a batch of GEMM calls per product. autograd's fused_attention
+// is built on these, and fused_attention_reference composes the same formula
+// from matmul, masked_fill and softmax.
 //
 // The backward recomputes a head's weights from q, k and two numbers per
 // query row saved by the forward (the row's maximum and 1 / its sum), so

@@ -1,5 +1,5 @@
 // Sums and maxima along one contiguous row, for the fused row-wise kernels
-// (tensor/kernels/norm.cpp, tensor/kernels/masked_softmax.cpp, tensor/kernels/attention.cpp).
+// (tensor/kernels/norm.cpp, tensor/kernels/masked_softmax.h, tensor/kernels/attention.cpp).
 //
 // Why lanes: a single running total `s += v[i]` is one long chain of
 // dependent additions, and without -ffast-math g++ may not reorder it, so it

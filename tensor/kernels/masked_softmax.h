@@ -1,11 +1,9 @@
-// Attention's scale, mask and softmax as one row-wise kernel, and its
-// backward as another. The composed path (mul, masked_fill, softmax) made
-// three passes over the (B, H, T, S) scores and three tensors of that size
-// forward, and as many backward; these make one each. autograd's
-// scaled_masked_softmax is built on them.
+// Attention's scale, mask and softmax for one row of scores, in place: the
+// softmax step of tensor/kernels/attention.cpp, which runs it on each query
+// row while the head's scores sit in cache, forward and again in the
+// backward to recompute the weights.
 //
-// Letters: S the last axis (the keys), R the rows (the product of every
-// other axis, B * H * T for attention).
+// Letters: S the row's length (the keys).
 #pragma once
 
 #include <algorithm>
@@ -24,8 +22,7 @@ namespace gradflow {
 // With find_stats the row's largest z (top) and 1 / sum(exp(z - top)) (inv)
 // are computed and returned; without, the given ones are used, and the same
 // row gives the same bits (how the attention backward recomputes its weights
-// from two numbers per row). Every key masked: zeros, top -inf, inv 0. The
-// row kernel of scaled_masked_softmax and of tensor/kernels/attention.h.
+// from two numbers per row). Every key masked: zeros, top -inf, inv 0.
 template <class T>
 void masked_softmax_row(const T* scores, const T* mask_row, T* y, int64_t s, T scale, T& top,
                         T& inv, bool find_stats) {
@@ -61,17 +58,5 @@ void masked_softmax_row(const T* scores, const T* mask_row, T* y, int64_t s, T s
   const T by = inv;
   for (int64_t j = 0; j < s; ++j) y[j] *= by;
 }
-
-// softmax(z) along the last axis, with z = scale * scores where mask is 0
-// and -inf where it is not. `mask` is undefined, or of any dtype and shape
-// that broadcasts to scores' shape, 1 (non-zero) where a key is hidden. A row
-// with every entry masked gives zeros, as softmax of an all -inf row does
-// (tensor/reduce.h), not NaN.
-Tensor scaled_masked_softmax(const Tensor& scores, double scale, const Tensor& mask);
-
-// The gradient at the scores, from the forward's output y alone:
-//   dscores = scale * y * (dy - sum(dy * y)) along the last axis.
-// Masked entries have y = 0, so they get 0, and a fully masked row 0 throughout.
-Tensor scaled_masked_softmax_backward(const Tensor& dy, const Tensor& y, double scale);
 
 }  // namespace gradflow

@@ -1,3 +1,5 @@
+#include <string>
+
 #include "check.h"
 
 namespace gradflow {
@@ -32,8 +34,8 @@ TEST(Linear, Gradcheck) {
   }
 }
 
-// The same values and gradients as the ops it replaces, matmul and add.
-TEST(Linear, MatchesMatmulPlusBias) {
+// The same values and gradients as its reference, matmul and add.
+TEST(Linear, MatchesItsReference) {
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& xs : {Shape{2, 5, 6}, Shape{300, 40}}) {
       Shape ws{7, xs.back()};
@@ -41,7 +43,7 @@ TEST(Linear, MatchesMatmulPlusBias) {
           b1(dense({7}).to(dtype), true);
       Variable x2(x1.data(), true), w2(w1.data(), true), b2(b1.data(), true);
       Variable fused = linear(x1, w1, b1);
-      Variable composed = matmul(x2, transpose(w2, 0, 1)) + b2;
+      Variable composed = linear_reference(x2, w2, b2);
       const double tol = dtype == DType::Float32 ? 1e-4 : 1e-12;
       expect_near_vec(fused.data(), composed.data().to_vector(), tol);
       Shape gs = xs;
@@ -78,17 +80,29 @@ TEST(Linear, ShapeErrorsNameTheOp) {
   EXPECT_THROW(linear(x, w3, Variable(zeros({5}))), Error);
   EXPECT_THROW(linear(x, w3, Variable(zeros({4}, DType::Float64))), Error);
   EXPECT_THROW(gelu_linear(x, w, b), Error);
+  // The references check the same, and name themselves.
+  EXPECT_THROW(linear_reference(x, w, b), Error);
+  EXPECT_THROW(linear_reference(x, w3, Variable(zeros({5}))), Error);
+  EXPECT_THROW(gelu_linear_reference(x, w3, Variable(zeros({4}, DType::Float64))), Error);
+  try {
+    gelu_linear_reference(x, w, b);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("gelu_linear_reference: expected x (..., K)", 0), 0u)
+        << e.what();
+  }
 }
 
 // gelu_linear recomputes gelu(h) in its backward: the same values and
-// gradients as the two ops composed, and a gradient of its own that checks.
+// gradients as its reference (gelu, then linear's reference), and a gradient
+// of its own that checks.
 TEST(GeluLinear, MatchesComposedAndGradchecks) {
   EXPECT_GRADCHECK(gelu_lin, {dense({3, 4}), dense({2, 4}), dense({2})});
   EXPECT_GRADCHECK(gelu_lin, {dense({2, 3, 4}), transposed({5, 4}), dense({5})});
   EXPECT_GRADCHECK(gelu_lin, {transposed({2, 3, 4}), dense({5, 4}), strided({5})});
   EXPECT_GRADCHECK([](const Vars& v) { return gelu_linear(v[0], v[1], Variable()); },
                    {strided({3, 4}), dense({2, 4})});
-  auto composed = [](const Vars& v) { return linear(gelu(v[0]), v[1], v[2]); };
+  auto composed = [](const Vars& v) { return gelu_linear_reference(v[0], v[1], v[2]); };
   for (DType dtype : {DType::Float32, DType::Float64}) {
     Variable h1(dense({2, 5, 6}).to(dtype), true), w1(dense({3, 6}).to(dtype), true),
         b1(dense({3}).to(dtype), true);

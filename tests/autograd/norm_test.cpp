@@ -1,7 +1,7 @@
-// The fused layer_norm against the composed one it replaced (kept below as
-// the reference): values and gradients in float32 and float64 on 2-d, 3-d
-// and non-contiguous inputs, with and without weight and bias; gradient
-// checks; numerically hard rows; the same bits at 1, 2 and 3 threads.
+// The fused layer_norm against its composed reference, layer_norm_reference:
+// values and gradients in float32 and float64 on 2-d, 3-d and non-contiguous
+// inputs, with and without weight and bias; gradient checks of both;
+// numerically hard rows; the same bits at 1, 2 and 3 threads.
 #include <cmath>
 #include <functional>
 #include <string>
@@ -12,18 +12,6 @@ namespace gradflow {
 namespace {
 using namespace testing;
 using Vars = std::vector<Variable>;
-
-// The LayerNorm nn/norm.cpp composed from nine autograd ops before the fused
-// op existed. Subtracting the mean first keeps a row like 256 copies of
-// 1234.0 exact: the centred values are 0.
-Variable layer_norm_composed(const Variable& x, const Variable& weight, const Variable& bias,
-                             double eps) {
-  Variable centered = x - mean(x, {-1}, true);
-  Variable variance = mean(centered * centered, {-1}, true);
-  Variable y = centered * pow(variance + eps, -0.5);
-  if (weight.defined()) y = y * weight;
-  return bias.defined() ? y + bias : y;
-}
 
 using NormFn = std::function<Variable(const Variable&, const Variable&, const Variable&, double)>;
 
@@ -81,7 +69,7 @@ TEST(LayerNormFused, MatchesComposedValuesAndGradients) {
           const std::string what = std::string(dtype_name(dtype)) + " " + name +
                                    (with_w ? " w" : "") + (with_b ? " b" : "");
           expect_runs_close(outcome(layer_norm, x, pw, pb, r),
-                            outcome(layer_norm_composed, x, pw, pb, r), tol, what);
+                            outcome(layer_norm_reference, x, pw, pb, r), tol, what);
         }
     }
   }
@@ -98,6 +86,16 @@ TEST(LayerNormFused, GradcheckInputWeightAndBias) {
   EXPECT_GRADCHECK([](const Vars& v) { return layer_norm(v[0], Variable(), Variable(), 1e-5); },
                    {dense({2, 6})});
   // Weight and bias that are views with a stride of 2.
+  EXPECT_GRADCHECK(fn, {dense({3, 4}), strided({4}), strided({4})});
+}
+
+TEST(LayerNormReference, GradcheckInputWeightAndBias) {
+  auto fn = [](const Vars& v) { return layer_norm_reference(v[0], v[1], v[2], 1e-5); };
+  for (const Tensor& x : {dense({2, 3, 5}), transposed({2, 3, 5}), strided({2, 3, 5})})
+    EXPECT_GRADCHECK(fn, {x, dense({5}), dense({5})});
+  EXPECT_GRADCHECK(
+      [](const Vars& v) { return layer_norm_reference(v[0], Variable(), Variable(), 1e-5); },
+      {dense({2, 6})});
   EXPECT_GRADCHECK(fn, {dense({3, 4}), strided({4}), strided({4})});
 }
 
@@ -123,7 +121,7 @@ TEST(LayerNormFused, HardRowsMatchComposed) {
       }
       // Float32 against the float64 composed version: the fused kernel loses
       // no more than float32 rounding on any of these rows.
-      Outcome composed = outcome(layer_norm_composed, x64, w.to(DType::Float64),
+      Outcome composed = outcome(layer_norm_reference, x64, w.to(DType::Float64),
                                  b.to(DType::Float64), r.to(DType::Float64));
       const double tol = dtype == DType::Float32 ? 1e-4 : 1e-10;
       expect_close(fused.y.to(DType::Float64), composed.y, tol, name + " y");
@@ -161,6 +159,12 @@ TEST(LayerNormFused, RejectsMismatchedWeightBiasAndDtype) {
   EXPECT_THROW(layer_norm(Variable(dense({})), Variable(), Variable(), 1e-5), Error);
   EXPECT_THROW(layer_norm(Variable(zeros({2, 5}, DType::Int64)), Variable(), Variable(), 1e-5),
                Error);
+  // The reference checks the same.
+  EXPECT_THROW(layer_norm_reference(x, Variable(dense({4})), Variable(), 1e-5), Error);
+  EXPECT_THROW(layer_norm_reference(x, Variable(), Variable(dense({4})), 1e-5), Error);
+  EXPECT_THROW(layer_norm_reference(x, Variable(dense({5}).to(DType::Float32)), Variable(), 1e-5),
+               Error);
+  EXPECT_THROW(layer_norm_reference(Variable(dense({})), Variable(), Variable(), 1e-5), Error);
 }
 
 }  // namespace

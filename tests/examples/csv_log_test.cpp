@@ -195,5 +195,23 @@ TEST_F(CsvLogTest, AppendCutsARowTornByACrash) {
   EXPECT_EQ(slurp(path("run.csv")), "step,loss\n1,0.5\n2,0.25\n");
 }
 
+// digest() is always that of the file's bytes, so a checkpoint can record
+// which log it was saved beside; FNV-1a 64 ("" gives its offset basis).
+TEST_F(CsvLogTest, DigestIsThatOfTheFilesBytes) {
+  EXPECT_EQ(log_digest(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(digest_hex(log_digest("a")), "af63dc4c8601ec8c");
+  {
+    CsvLog log(path("run.csv"), {"step", "loss"});
+    EXPECT_EQ(log.digest(), log_digest(slurp(path("run.csv"))));
+    log.row({1, 0.5});
+    EXPECT_EQ(log.digest(), log_digest(slurp(path("run.csv"))));
+  }
+  std::ofstream(path("run.csv"), std::ios::app) << "2,0.2";  // torn
+  CsvLog log(path("run.csv"), {"step", "loss"}, CsvLog::Mode::kAppend);
+  EXPECT_EQ(log.digest(), log_digest("step,loss\n1,0.5\n"));
+  log.row({2, 0.25});
+  EXPECT_EQ(log.digest(), log_digest(slurp(path("run.csv"))));
+}
+
 }  // namespace
 }  // namespace gradflow::cli

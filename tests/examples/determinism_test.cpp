@@ -6,7 +6,9 @@
 //     samples);
 //   - the same seed and thread count give the same run bitwise, another seed
 //     does not;
-//   - 1 and 2 threads agree to 1e-5 relative.
+//   - 1 and 2 threads agree to 1e-5 relative;
+//   - --reference (every fused op as its composed reference) trains the same
+//     run to rounding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -170,6 +172,36 @@ TEST_F(DeterminismTest, SameSeedAndThreadCountGiveTheSameRunBitwise) {
   ASSERT_EQ(rows.size(), seed1.size());
   EXPECT_NE(rows[1][1], seed1[1][1]) << "the loss at step 1";
   EXPECT_TRUE(read(path("a1/model.safetensors")) != read(other + "/model.safetensors"));
+}
+
+// --reference runs every fused op as its composed reference
+// (autograd/reference.h): the loss and the gradient norm agree with the
+// default path to 1e-5 relative at every step of each tiny program's run.
+// It says how to run, not what: the checkpoint does not keep it, so a run
+// resumes with or without it.
+TEST_F(DeterminismTest, ReferenceFlagTrainsTheSameRunToRounding) {
+  for (const Program& program : tiny_programs()) {
+    const std::string name = std::filesystem::path(program.path).filename().string();
+    SCOPED_TRACE(name);
+    const Strings flags =
+        join(program.run_flags, join(program.session_flags, {"--steps", "8", "--eval-every", "0"}));
+    const std::string fused = path(name + "_fused"), reference = path(name + "_reference");
+    Result r = run(program.path, flags, {"--out", fused});
+    ASSERT_EQ(r.code, 0) << r.err;
+    r = run(program.path, flags, {"--out", reference, "--reference"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto a = read_csv(read(fused + "/log.csv")), b = read_csv(read(reference + "/log.csv"));
+    ASSERT_EQ(a.size(), 9u);
+    ASSERT_EQ(b.size(), a.size());
+    for (size_t row = 1; row < a.size(); ++row)
+      for (int col : {1, 3})  // loss, grad_norm
+        EXPECT_LE(relative(a[row][col], b[row][col]), 1e-5)
+            << a[0][col] << " at step " << a[row][0] << ": " << a[row][col] << " vs "
+            << b[row][col];
+    r = run(program.path, {"--resume", fused, "--steps", "9", "--reference"},
+            program.session_flags);
+    EXPECT_EQ(r.code, 0) << r.err;
+  }
 }
 
 // 1 and 2 threads: the loss, the gradient norm and the evaluations agree to

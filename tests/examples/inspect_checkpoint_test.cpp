@@ -167,7 +167,8 @@ TEST_F(InspectCheckpointTest, GarbageHeaders) {
       with_header("this is not json"),
       with_header("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}"),
       with_header("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}"),
-      with_header("{\"w\": {\"dtype\": \"BF16\", \"shape\": [], \"data_offsets\": [0, 2]}}") + "ab",
+      with_header("{\"w\": {\"dtype\": \"BF17\", \"shape\": [], \"data_offsets\": [0, 2]}}") + "ab",
+      with_header("{\"w\": {\"dtype\": \"F4\", \"shape\": [3], \"data_offsets\": [0, 2]}}") + "ab",
       with_header("[1, 2, 3]"),
       std::string("\xff\xff\xff\xff\xff\xff\xff\xff{}", 10),  // a header length of 2^64 - 1
       "random bytes, no safetensors at all\n\n\n",
@@ -176,6 +177,47 @@ TEST_F(InspectCheckpointTest, GarbageHeaders) {
     SCOPED_TRACE(bytes);
     expect_one_line_error(run(quote(write("bad.safetensors", bytes))), "bad.safetensors");
   }
+}
+
+// Every dtype of the format is listed with its shape and element count, and
+// its bytes count in the total; a valid BF16 file is a valid file.
+TEST_F(InspectCheckpointTest, ListsEveryDtypeOfTheFormat) {
+  struct Entry {
+    const char* dtype;
+    int elements, bytes;
+  };
+  const Entry entries[] = {{"F64", 2, 16},    {"I64", 1, 8},  {"U64", 1, 8},     {"C64", 1, 8},
+                           {"F32", 3, 12},    {"I32", 2, 8},  {"U32", 1, 4},     {"F16", 2, 4},
+                           {"BF16", 3, 6},    {"I16", 1, 2},  {"U16", 1, 2},     {"I8", 3, 3},
+                           {"U8", 2, 2},      {"BOOL", 4, 4}, {"F8_E4M3", 2, 2}, {"F8_E5M2", 1, 1},
+                           {"F8_E8M0", 1, 1}, {"F4", 4, 2},   {"F6_E2M3", 4, 3}, {"F6_E3M2", 4, 3}};
+  std::string json = "{", data;
+  for (const Entry& e : entries) {
+    json += std::string(json.size() > 1 ? "," : "") + "\"t_" + e.dtype + "\":{\"dtype\":\"" +
+            e.dtype + "\",\"shape\":[" + std::to_string(e.elements) + "],\"data_offsets\":[" +
+            std::to_string(data.size()) + "," + std::to_string(data.size() + e.bytes) + "]}";
+    data += std::string(static_cast<size_t>(e.bytes), '\x3c');
+  }
+  json += "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  const Result r = run(quote(write("dtypes.safetensors", bytes + json + data)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);  // the header
+  for (const Entry& e : entries) {
+    ASSERT_TRUE(std::getline(lines, line));
+    std::istringstream cells(line);
+    std::string name, dtype, shape, elements;
+    cells >> name >> dtype >> shape >> elements;
+    EXPECT_EQ(name, std::string("t_") + e.dtype);
+    EXPECT_EQ(dtype, e.dtype);
+    EXPECT_EQ(shape, "[" + std::to_string(e.elements) + "]");
+    EXPECT_EQ(elements, std::to_string(e.elements));
+  }
+  EXPECT_NE(r.out.find("tensors: 20   parameters: 43   bytes: 99"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "nn/io/checkpoint.h"
 #include "nn/io/safetensors.h"
 #include "tests/examples/run_program.h"
 
@@ -29,7 +30,7 @@ TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
     for (const char* flag :
          {"--seed", "--threads", "--steps", "--lr", "--scale", "--d-model", "--heads", "--layers",
           "--d-ff", "--batch", "--schedule", "--warmup", "--clip", "--eval-every", "--save-every",
-          "--out", "--resume", "--stop-on-nan"})
+          "--out", "--resume", "--stop-on-nan", "--reference"})
       EXPECT_NE(r.out.find(flag), std::string::npos) << program << " lacks " << flag;
   }
   EXPECT_NE(run(kSeq2seq, {"-h"}).out.find("--task"), std::string::npos);
@@ -142,6 +143,41 @@ TEST_F(ProgramsTest, HeadDimReachesEveryAttentionLayer) {
   EXPECT_EQ(q_projections, 2 + 2 * 2);  // encoder self; decoder self and cross
   Result resumed = run(kSeq2seq, {"--resume", out, "--steps", "3"});
   EXPECT_EQ(resumed.code, 0) << resumed.err;
+}
+
+// Every ModelConfig option from the command line, in every training
+// program: the model file keeps them in its metadata, rope adds no position
+// table, and a resume restores them (another value contradicts it).
+TEST_F(ProgramsTest, ModelOptionsReachEveryProgramAndResume) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
+      {kSeq2seq, {"--eval-examples", "8", "--max-len", "4"}},
+      {kCharlm,
+       {"--corpus-chars", "3000", "--context", "16", "--eval-batches", "1", "--sample-tokens",
+        "10"}},
+      {kClassify, {"--eval-examples", "16", "--max-len", "6"}},
+      {kRecall, {"--eval-examples", "8", "--keys", "8", "--pairs", "3", "--queries", "2"}}};
+  for (const auto& [program, extra] : programs) {
+    const std::string out = path(fs::path(program).filename().string() + "_options");
+    std::vector<std::string> args = {
+        "--steps",      "3",    "--eval-every", "0",    "--threads",    "2",    "--out",     out,
+        "--positional", "rope", "--norm",       "post", "--activation", "relu", "--dropout", "0.1"};
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    Result r = run(program, args, extra);
+    ASSERT_EQ(r.code, 0) << program << "\n" << r.err;
+    nn::SafetensorsFile model = nn::load_safetensors(out + "/model.safetensors");
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"config.positional", "rope"},
+                                                          {"config.norm", "post"},
+                                                          {"config.activation", "relu"},
+                                                          {"config.dropout", "0.1"},
+                                                          {"flag.--positional", "rope"}})
+      EXPECT_EQ(nn::metadata_value(model.metadata, key), value) << program << " " << key;
+    for (const auto& [name, t] : model.tensors)
+      EXPECT_EQ(name.find("position"), std::string::npos) << program << " " << name;
+    Result more = run(program, {"--resume", out, "--steps", "4"});
+    EXPECT_EQ(more.code, 0) << program << "\n" << more.err;
+    expect_usage_error(program, {"--resume", out, "--steps", "5", "--positional", "learned"});
+  }
 }
 
 TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {

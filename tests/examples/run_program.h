@@ -6,15 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -26,6 +30,7 @@ inline const std::string kCharlm = GRADFLOW_CHARLM;
 inline const std::string kClassify = GRADFLOW_CLASSIFY;
 inline const std::string kRecall = GRADFLOW_RECALL;
 inline const std::string kScalingStudy = GRADFLOW_SCALING_STUDY;
+inline const std::string kTrainBench = GRADFLOW_TRAIN_BENCH;
 
 // Small enough that a run takes a moment even under the sanitizers.
 inline const std::vector<std::string> kTiny = {"--d-model", "16", "--heads", "2", "--layers", "1",
@@ -49,6 +54,8 @@ class ProgramTest : public ::testing::Test {
   struct Result {
     int code = -1;
     std::string out, err;
+    long max_rss_kb = 0;  // the program's peak resident memory
+    int killed_by = 0;    // the signal that ended it, if one did (code is then 128 + it)
   };
 
   // Starts the program with stdout and stderr going to files; returns its pid.
@@ -64,8 +71,18 @@ class ProgramTest : public ::testing::Test {
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // The stop signals start at their default action, whatever this process
+    // inherited (a shell's background job ignores SIGINT, nohup SIGHUP).
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, signal);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+    int rc = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     EXPECT_EQ(rc, 0) << "cannot start " << program;
     return pid;
@@ -73,8 +90,12 @@ class ProgramTest : public ::testing::Test {
   Result wait(pid_t pid) {
     int status = 0;
     Result r;
-    if (pid > 0 && waitpid(pid, &status, 0) == pid)
+    rusage usage{};
+    if (pid > 0 && wait4(pid, &status, 0, &usage) == pid) {
       r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      r.killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      r.max_rss_kb = usage.ru_maxrss;  // Linux counts KiB
+    }
     r.out = read(path("stdout"));
     r.err = read(path("stderr"));
     return r;
@@ -89,6 +110,12 @@ class ProgramTest : public ::testing::Test {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+  }
+  // Waits up to 60 s for the program's log at `log` to have `rows` rows.
+  static void wait_for_rows(const std::string& log, size_t rows) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (lines(read(log)) < rows + 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   static size_t lines(const std::string& text) {
     return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));

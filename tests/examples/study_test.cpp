@@ -57,8 +57,10 @@ TEST(StudyEstimate, MeanAndStandardError) {
 
 TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
   Generator g1(3), g2(3);
-  nn::MultiHeadAttention plain(8, 1, scale_mode_of("none"), g1, DType::Float64, 16);
-  nn::MultiHeadAttention control(8, 1, scale_mode_of(kControl), g2, DType::Float64, 16);
+  nn::MultiHeadAttention plain(8, {.heads = 1, .head_dim = 16, .scale = scale_mode_of("none")},
+                               {g1, DType::Float64});
+  nn::MultiHeadAttention control(8, {.heads = 1, .head_dim = 16, .scale = scale_mode_of(kControl)},
+                                 {g2, DType::Float64});
   apply_mode_init(control, kControl);
   EXPECT_EQ(control.scale_mode().kind, nn::ScaleMode::None);
   // 16^(-1/4) = 1/2 on W_Q, W_K and their biases; W_V and W_O untouched.
@@ -69,7 +71,8 @@ TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
       max(abs(sub(control.k_proj->bias.data(), mul(plain.k_proj->bias.data(), 0.5)))).item(), 0,
       1e-15);
   EXPECT_EQ(max(abs(sub(control.v_proj->weight.data(), plain.v_proj->weight.data()))).item(), 0);
-  nn::MultiHeadAttention other(8, 1, scale_mode_of("inv_dk"), g1, DType::Float64, 16);
+  nn::MultiHeadAttention other(8, {.heads = 1, .head_dim = 16, .scale = scale_mode_of("inv_dk")},
+                               {g1, DType::Float64});
   Tensor before = other.q_proj->weight.data().clone();
   apply_mode_init(other, "inv_dk");
   EXPECT_EQ(max(abs(sub(other.q_proj->weight.data(), before))).item(), 0);

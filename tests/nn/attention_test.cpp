@@ -1,7 +1,8 @@
-// scaled_dot_product_attention against a naive loop in double for every scale
-// mode and mask kind; gradient checks; fully masked queries; ScaleMode
-// parsing; the probe and a gradient hook at the logits; the fused path (no
-// probe, fixed scale) against the composed one.
+// scaled_dot_product_attention against the library's composed reference
+// (fused_attention_reference) in double for every scale mode and mask kind;
+// gradient checks; fully masked queries; ScaleMode parsing; the probe and a
+// gradient hook at the logits; the fused path (no probe, fixed scale)
+// against the composed one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +10,7 @@
 #include <string>
 
 #include "nn/attention.h"
-#include "tests/nn/attention_reference.h"
+#include "tensor/matmul.h"
 #include "tests/nn/nn_check.h"
 
 namespace gradflow::nn {
@@ -17,6 +18,26 @@ namespace {
 using namespace gradflow::testing;
 
 constexpr int64_t B = 2, H = 2, T = 3, S = 4, D = 3, Dv = 2;
+
+// The reference in double: fused_attention_reference's output (B, H, T, Dv),
+// and its weights (B, H, T, S), 0 where masked, which it returns for v the
+// identity (S, S); the logits scale q k^T (before masking) from
+// matmul_reference, the plain triple loop.
+std::vector<double> reference_out(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& mask, double scale) {
+  auto f64 = [](const Tensor& t) { return Variable(t.to(DType::Float64)); };
+  return fused_attention_reference(f64(q), f64(k), f64(v), scale, mask).data().to_vector();
+}
+std::vector<double> reference_weights(const Tensor& q, const Tensor& k, const Tensor& mask,
+                                      double scale) {
+  const int64_t s = k.shape()[2];
+  Tensor identity = zeros({s, s}, DType::Float64);
+  for (int64_t j = 0; j < s; ++j) identity.set({j, j}, 1);
+  return reference_out(q, k, identity, mask, scale);
+}
+std::vector<double> reference_logits(const Tensor& q, const Tensor& k, double scale) {
+  return mul(matmul_reference(q, k.transpose(-1, -2)), scale).to_vector();
+}
 
 // Key padding: batch 0 hides its last key, batch 1 its last two. (B, 1, 1, S).
 Tensor padding_mask() {
@@ -34,7 +55,7 @@ TEST(CausalMask, OnesAboveTheShiftedDiagonal) {
   EXPECT_EQ(causal_mask(4, 4).at({1, 1}), 0.0);
 }
 
-TEST(Attention, EveryScaleModeAndMaskMatchesTheNaiveLoop) {
+TEST(Attention, EveryScaleModeAndMaskMatchesTheReference) {
   Tensor q = dense({B, H, T, D}), k = dense({B, H, S, D}), v = dense({B, H, S, Dv});
   // The factor each fixed mode stands for, written out independently.
   const std::vector<std::pair<std::string, double>> modes = {
@@ -50,14 +71,14 @@ TEST(Attention, EveryScaleModeAndMaskMatchesTheNaiveLoop) {
       Variable out =
           scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, fixed);
       ASSERT_EQ(out.shape(), (Shape{B, H, T, Dv}));
-      expect_near_vec(out.data(), naive_attention(q, k, v, mask, factor).out, 1e-12);
+      expect_near_vec(out.data(), reference_out(q, k, v, mask, factor), 1e-12);
     }
     // Learned: the Variable wins over fixed_scale, whatever that says.
     for (const Shape& shape : {Shape{}, Shape{1}}) {
       Variable scale(full(shape, 0.7, DType::Float64));
       Variable out = scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask,
                                                   /*fixed_scale=*/100.0, scale);
-      expect_near_vec(out.data(), naive_attention(q, k, v, mask, 0.7).out, 1e-12);
+      expect_near_vec(out.data(), reference_out(q, k, v, mask, 0.7), 1e-12);
     }
   }
   // A (T, S) float32 mask on float32 inputs.
@@ -65,7 +86,7 @@ TEST(Attention, EveryScaleModeAndMaskMatchesTheNaiveLoop) {
   Variable out =
       scaled_dot_product_attention(Variable(q.to(DType::Float32)), Variable(k.to(DType::Float32)),
                                    Variable(v.to(DType::Float32)), m32, 0.5);
-  expect_near_vec(out.data(), naive_attention(q, k, v, causal(), 0.5).out, 1e-5);
+  expect_near_vec(out.data(), reference_out(q, k, v, causal(), 0.5), 1e-5);
 }
 
 TEST(Attention, GradcheckQueriesKeysValuesAndLearnedScale) {
@@ -102,7 +123,7 @@ TEST(Attention, FullyMaskedQueryGivesZeroOutputAndZeroGradients) {
   Variable out = scaled_dot_product_attention(q, k, v, mask, 0.0, scale, &probe);
   expect_all_finite(out.data(), "output");
   expect_all_finite(probe.weights.data(), "weights");
-  expect_near_vec(out.data(), naive_attention(q.data(), k.data(), v.data(), mask, 0.5).out, 1e-12);
+  expect_near_vec(out.data(), reference_out(q.data(), k.data(), v.data(), mask, 0.5), 1e-12);
   for (int64_t h = 0; h < H; ++h) {
     expect_all_equal(out.data().select(0, 0).select(0, h).select(0, 0), 0, "batch 0 query 0");
     expect_all_equal(probe.weights.data().select(0, 0).select(0, h).select(0, 0), 0, "weights");
@@ -121,7 +142,7 @@ TEST(Attention, FullyMaskedQueryGivesZeroOutputAndZeroGradients) {
 
 TEST(Attention, FusedPathMatchesTheComposedPath) {
   // Without a probe and with a fixed scale the weights come from the fused
-  // scaled_masked_softmax; with a probe, from mul, masked_fill and softmax.
+  // attention kernel; with a probe, from mul, masked_fill and softmax.
   // Same values and gradients, in float32 and float64, for every mask kind
   // (the last hides every key of batch 1). S = 9 keys so that the rows have
   // more entries than the kernels' eight partial sums.
@@ -188,6 +209,20 @@ TEST(ScaleMode, ParsesEveryNameAndRoundTrips) {
     EXPECT_THROW(ScaleMode::parse(bad), Error) << "'" << bad << "'";
 }
 
+// Attention runs in float32, where a larger constant would be infinity.
+TEST(ScaleMode, AConstantMustFitInFloat32) {
+  EXPECT_EQ(ScaleMode::parse("const:3e38").constant, 3e38);
+  for (std::string bad : {"const:1e300", "const:3.5e38"}) {
+    try {
+      ScaleMode::parse(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not fit in float32"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(ScaleMode, ConstantNameKeepsEveryDigit) {
   // Sweeps of d_k^-alpha give constants like 64^-0.75; the name is what goes
   // into files and flags, so reading it back must give the same number.
@@ -208,11 +243,11 @@ TEST(AttentionProbe, RecordsLogitsAndWeightsWithoutChangingTheOutput) {
         scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4);
     // Equal to rounding: without the probe the fused kernel computes the weights.
     expect_close(with.data(), without.data(), 1e-14);
-    Naive ref = naive_attention(q, k, v, mask, 0.4);
     ASSERT_EQ(probe.logits.shape(), (Shape{B, H, T, S}));
     ASSERT_EQ(probe.weights.shape(), (Shape{B, H, T, S}));
-    expect_near_vec(probe.logits.data(), ref.logits, 1e-12);  // unmasked: before masking
-    expect_near_vec(probe.weights.data(), ref.weights, 1e-12);
+    expect_near_vec(probe.logits.data(), reference_logits(q, k, 0.4),
+                    1e-12);  // unmasked: before masking
+    expect_near_vec(probe.weights.data(), reference_weights(q, k, mask, 0.4), 1e-12);
     std::vector<double> w = probe.weights.data().to_vector();
     for (int64_t row = 0; row < B * H * T; ++row) {
       double total = 0;

@@ -132,7 +132,7 @@ TEST(Init, SameSeedSameValues) {
 
 TEST(Init, LayerDefaultsFollowPyTorch) {
   Generator gen(8);
-  Linear lin(400, 300, true, gen);  // U(-1/sqrt(in), 1/sqrt(in)) for weight and bias
+  Linear lin(400, 300, {}, gen);  // U(-1/sqrt(in), 1/sqrt(in)) for weight and bias
   const double bound = 1 / std::sqrt(400.0);
   Moments m = moments(lin.weight.data());
   EXPECT_LE(m.max_abs, bound);
@@ -147,8 +147,8 @@ TEST(Init, LayerDefaultsFollowPyTorch) {
   expect_all_equal(ln.bias.data(), 0, "LayerNorm bias");
   // Same seed, same layer.
   Generator g1(9), g2(9);
-  EXPECT_EQ(Linear(8, 4, true, g1).weight.data().to_vector(),
-            Linear(8, 4, true, g2).weight.data().to_vector());
+  EXPECT_EQ(Linear(8, 4, {}, g1).weight.data().to_vector(),
+            Linear(8, 4, {}, g2).weight.data().to_vector());
 }
 
 TEST(Init, FanBasedInitNeedsTwoDimensions) {

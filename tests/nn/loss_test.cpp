@@ -1,4 +1,4 @@
-// Losses: the fused cross_entropy against the composed reference (values and
+// Losses: the fused cross_entropy against its composed reference (values and
 // logits gradients) for every option, gradient checks in float64, exactness
 // at logits of +-1e8, all-ignored batches, argument errors; mse_loss.
 #include <gtest/gtest.h>
@@ -87,6 +87,14 @@ TEST(CrossEntropy, PartsDividedByTheBatchCountAddUpToTheBatch) {
   EXPECT_NEAR(total, whole.item(), 1e-14);
   expect_near_vec(part_in.grad(), whole_in.grad().to_vector(), 1e-14);
   EXPECT_THROW(cross_entropy(whole_in, targets, -1, 0.0, -1), Error);
+  // The reference divides alike.
+  Variable ref_in(logits, true);
+  Variable ref =
+      cross_entropy_reference(narrow(ref_in, 0, 1, 3), targets.narrow(0, 1, 3), -1, 0.1, count);
+  Variable part =
+      cross_entropy(narrow(Variable(logits), 0, 1, 3), targets.narrow(0, 1, 3), -1, 0.1, count);
+  EXPECT_NEAR(ref.item(), part.item(), 1e-14);
+  EXPECT_THROW(cross_entropy_reference(whole_in, targets, -1, 0.0, -1), Error);
 }
 
 TEST(CrossEntropy, ValueMatchesTheFormulaByHand) {
@@ -116,6 +124,19 @@ TEST(CrossEntropy, GradcheckInFloat64) {
   // 1-D logits (V) with a 0-d target.
   EXPECT_GRADCHECK([](const Vars& v) { return cross_entropy(v[0], from_indices({2}, {})); },
                    {dense({4})});
+}
+
+TEST(CrossEntropyReference, GradcheckInFloat64) {
+  Generator gen(3);
+  for (const CeCase& c : kCases) {
+    SCOPED_TRACE(c.name);
+    Tensor targets = targets_for(c, gen);
+    EXPECT_GRADCHECK(
+        [&](const Vars& v) {
+          return cross_entropy_reference(v[0], targets, c.ignore_index, c.smoothing);
+        },
+        {transposed(c.logits)});
+  }
 }
 
 TEST(CrossEntropy, HugeLogitsGiveTheExactLoss) {

@@ -1,12 +1,13 @@
 // MultiHeadAttention: parameter names per scale mode, shape errors, values
-// against hand projections plus the naive attention, gradient checks of a
+// against hand projections plus the composed reference attention
+// (fused_attention_reference), gradient checks of a
 // tiny float64 layer, the probe, and KV-cache equivalence.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "nn/attention.h"
-#include "tests/nn/attention_reference.h"
+#include "nn/qk_norm.h"
 #include "tests/nn/nn_check.h"
 
 namespace gradflow::nn {
@@ -55,12 +56,15 @@ std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, 
   const int64_t h = mha.heads(), b = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
   Tensor q = project_heads(x, *mha.q_proj, h), k = project_heads(mem, *mha.k_proj, h);
   Tensor v = project_heads(mem, *mha.v_proj, h);
-  if (mha.q_norm) {
-    q = norm_heads(q, *mha.q_norm);
-    k = norm_heads(k, *mha.k_norm);
+  if (const QkNorm* norms = mha.variant<QkNorm>()) {
+    q = norm_heads(q, *norms->q_norm);
+    k = norm_heads(k, *norms->k_norm);
   }
   double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
-  std::vector<double> heads = naive_attention(q, k, v, mask, scale).out;  // (B, H, T, D)
+  std::vector<double> heads =  // (B, H, T, D)
+      fused_attention_reference(Variable(q), Variable(k), Variable(v), scale, mask)
+          .data()
+          .to_vector();
   Tensor merged = from_vector(heads, {b, h, t, mha.d_k()}, DType::Float64)
                       .permute({0, 2, 1, 3})
                       .reshape({b, t, c});
@@ -76,20 +80,20 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
     base.push_back(std::string(p) + ".weight");
     base.push_back(std::string(p) + ".bias");
   }
-  MultiHeadAttention plain(8, 2, ScaleMode::parse("inv_sqrt_dk"), gen);
+  MultiHeadAttention plain(8, {.heads = 2, .scale = ScaleMode::parse("inv_sqrt_dk")}, gen);
   EXPECT_EQ(names_of(plain), base);
   EXPECT_EQ(plain.num_parameters(), 4 * (8 * 8 + 8));
-  EXPECT_FALSE(plain.q_norm);
+  EXPECT_EQ(plain.variant<QkNorm>(), nullptr);
   EXPECT_FALSE(plain.scale.defined());
 
-  MultiHeadAttention normed(8, 2, ScaleMode::parse("qk_norm"), gen);
+  MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
   std::vector<std::string> with_norms = base;
   for (const char* n : {"q_norm.weight", "q_norm.bias", "k_norm.weight", "k_norm.bias"})
     with_norms.push_back(n);
   EXPECT_EQ(names_of(normed), with_norms);
-  EXPECT_EQ(normed.q_norm->weight.shape(), (Shape{4}));  // over D, per head
+  EXPECT_EQ(normed.variant<QkNorm>()->q_norm->weight.shape(), (Shape{4}));  // over D, per head
 
-  MultiHeadAttention learned(8, 2, ScaleMode::parse("learned"), gen);
+  MultiHeadAttention learned(8, {.heads = 2, .scale = ScaleMode::parse("learned")}, gen);
   std::vector<std::string> with_scale = {"scale"};  // own parameters come before children's
   with_scale.insert(with_scale.end(), base.begin(), base.end());
   EXPECT_EQ(names_of(learned), with_scale);
@@ -97,16 +101,18 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
   EXPECT_DOUBLE_EQ(learned.scale.data().item(), 0.5);  // 1/sqrt(4)
 
   for (const char* fixed : {"none", "inv_dk", "inv_2sqrt_dk", "const:0.3"})
-    EXPECT_EQ(names_of(MultiHeadAttention(8, 4, ScaleMode::parse(fixed), gen)), base) << fixed;
+    EXPECT_EQ(names_of(MultiHeadAttention(8, {.heads = 4, .scale = ScaleMode::parse(fixed)}, gen)),
+              base)
+        << fixed;
   EXPECT_EQ(learned.describe(), "MultiHeadAttention(d_model=8, heads=2, d_k=4, scale=learned)");
 }
 
 TEST(MultiHeadAttention, RejectsBadShapes) {
   Generator gen(2);
-  EXPECT_THROW(MultiHeadAttention(10, 3, {}, gen), Error);
-  EXPECT_THROW(MultiHeadAttention(8, 0, {}, gen), Error);
-  EXPECT_THROW(MultiHeadAttention(0, 2, {}, gen), Error);
-  MultiHeadAttention mha(8, 2, {}, gen);
+  EXPECT_THROW(MultiHeadAttention(10, {.heads = 3}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(8, {.heads = 0}, gen), Error);
+  EXPECT_THROW(MultiHeadAttention(0, {.heads = 2}, gen), Error);
+  MultiHeadAttention mha(8, {.heads = 2}, gen);
   Variable x(randn({2, 3, 8}, gen));
   EXPECT_EQ(mha.forward(x, x).shape(), (Shape{2, 3, 8}));
   EXPECT_THROW(mha.forward(Variable(randn({3, 8}, gen)), x), Error);
@@ -117,11 +123,11 @@ TEST(MultiHeadAttention, RejectsBadShapes) {
 TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
   for (const char* mode : {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm"}) {
     Generator gen(3);
-    MultiHeadAttention mha(6, 3, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
-    if (mha.q_norm) {  // away from the initial 1 and 0, so they count
+    if (const QkNorm* norms = mha.variant<QkNorm>()) {  // away from the initial 1 and 0
       for (const Module* norm :
-           {static_cast<Module*>(mha.q_norm.get()), static_cast<Module*>(mha.k_norm.get())})
+           {static_cast<Module*>(norms->q_norm.get()), static_cast<Module*>(norms->k_norm.get())})
         for (auto& [name, p] : norm->named_parameters()) {
           Tensor live = p.data();
           live.copy_(dense(p.shape()));
@@ -145,7 +151,7 @@ TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
   for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
     SCOPED_TRACE(mode);
     Generator gen(4);
-    MultiHeadAttention mha(4, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(4, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     Tensor causal = causal_mask(3, 3, DType::Float64);
     EXPECT_GRADCHECK([&](const Vars& v) { return mha.forward(v[0], v[0], causal); },
                      {dense({2, 3, 4})});
@@ -159,7 +165,7 @@ TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
 
 TEST(MultiHeadAttention, ProbeRecordsWeightsWithoutChangingTheOutput) {
   Generator gen(5);
-  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  MultiHeadAttention mha(8, {.heads = 2}, {gen, DType::Float64});
   Tensor x = dense({2, 3, 8}), mem = dense({2, 5, 8});
   Tensor plain = mha.forward(Variable(x), Variable(mem)).data();
   EXPECT_FALSE(mha.probe.weights.defined());
@@ -196,7 +202,7 @@ TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
   for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
     SCOPED_TRACE(mode);
     Generator gen(6);
-    MultiHeadAttention mha(8, 2, ScaleMode::parse(mode), gen, DType::Float64);
+    MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
     Tensor x = dense({2, 6, 8});
     expect_cache_matches_full(mha, x, {1, 1, 1, 1, 1, 1});
     expect_cache_matches_full(mha, x, {3, 1, 2});
@@ -205,7 +211,7 @@ TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
 
 TEST(MultiHeadAttention, FixedCacheForCrossAttentionReusesTheMemory) {
   Generator gen(7);
-  MultiHeadAttention mha(8, 2, {}, gen, DType::Float64);
+  MultiHeadAttention mha(8, {.heads = 2}, {gen, DType::Float64});
   Tensor x = dense({2, 4, 8}), mem = dense({2, 5, 8});
   NoGradGuard no_grad;
   Tensor full = mha.forward(Variable(x), Variable(mem)).data();

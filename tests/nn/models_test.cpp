@@ -84,7 +84,7 @@ TEST(Models, KVCacheGivesTheSameLogits) {
   Tensor full_logits = m.forward(ids).data();
   std::vector<LayerCache> caches;
   for (int64_t t = 0; t < 7; ++t) {
-    Tensor step = m.forward(ids.narrow(1, t, 1).contiguous(), &caches, t).data();
+    Tensor step = m.forward(ids.narrow(1, t, 1).contiguous(), Tensor(), &caches, t).data();
     double diff = max(abs(sub(step.select(1, 0), full_logits.select(1, t)))).item();
     EXPECT_LT(diff, 1e-5) << "position " << t;
   }
@@ -168,10 +168,10 @@ namespace {
 TEST(Models, PostLayerNormIsSelectableAndDifferentiable) {
   ModelConfig c;
   c.vocab = 7, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 8, c.max_len = 5;
-  c.pre_ln = false;
+  c.norm = NormPlacement::Post;
   Generator g1(3), g2(3);
   EncoderDecoder post(c, g1);
-  c.pre_ln = true;
+  c.norm = NormPlacement::Pre;
   EncoderDecoder pre(c, g2);
   EXPECT_EQ(post.num_parameters(), pre.num_parameters());  // same weights, other wiring
   Tensor src = randint(0, 7, {2, 5}, g1), tgt = randint(0, 7, {2, 4}, g1);
@@ -186,9 +186,9 @@ TEST(Models, PostLayerNormIsSelectableAndDifferentiable) {
   for (double vv : v.to_vector()) EXPECT_NEAR(vv, 1, 1e-3);
   // And the whole model is differentiable in float64.
   ModelConfig d = c;
-  d.pre_ln = false;
+  d.norm = NormPlacement::Post;
   Generator g3(4);
-  EncoderDecoder tiny(d, g3, DType::Float64);
+  EncoderDecoder tiny(d, {g3, DType::Float64});
   GradcheckResult r = gradcheck(
       [&](const std::vector<Variable>& in) {
         return tiny.decoder->forward(in[0], causal_mask(3, 3, DType::Float64), in[1], Tensor());
@@ -238,7 +238,7 @@ TEST(Models, HeadDimReachesEveryAttentionLayer) {
   }
   DecoderLM lm(c, gen);
   expect_head_dim_everywhere(lm, 64, 32, 2);
-  EncoderClassifier classifier(c, 3, gen);
+  EncoderClassifier classifier(/*classes=*/3, c, gen);
   expect_head_dim_everywhere(classifier, 64, 32, 2);
   // And the models run with it: logits of the right shape.
   Tensor src = randint(0, 11, {2, 5}, gen), tgt = randint(0, 11, {2, 4}, gen);

@@ -47,7 +47,7 @@ class Tree : public Module {
  public:
   explicit Tree(Generator& gen) {
     branch = register_module("branch", std::make_shared<Branch>(gen));
-    head = register_module("head", std::make_shared<Linear>(4, 2, true, gen));
+    head = register_module("head", std::make_shared<Linear>(4, 2, LinearOptions{}, gen));
     scale = register_parameter("scale", randn({2}, gen));
   }
   std::string describe() const override { return "Tree"; }

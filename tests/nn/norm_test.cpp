@@ -70,7 +70,7 @@ TEST(LayerNorm, GradcheckInputWeightAndBias) {
   EXPECT_GRADCHECK([](const Vars& v) { return layer_norm(v[0], v[1], Variable(), 1e-5); },
                    {dense({4, 3}), dense({3})});
   // The module's forward and its registered parameters.
-  LayerNorm ln(5, 1e-5, DType::Float64);
+  LayerNorm ln(5, {}, DType::Float64);
   EXPECT_GRADCHECK(
       [&](const Vars& v) {
         ln.weight = v[1];
@@ -78,7 +78,7 @@ TEST(LayerNorm, GradcheckInputWeightAndBias) {
         return ln.forward(v[0]);
       },
       {dense({2, 5}), dense({5}), dense({5})});
-  LayerNorm fresh(5, 1e-5, DType::Float64);
+  LayerNorm fresh(5, {}, DType::Float64);
   Variable x(dense({3, 5}));
   expect_parameter_grads(fresh, [&] { return fresh.forward(x); });
 }
@@ -87,7 +87,7 @@ TEST(RMSNorm, ValuesAndGradcheck) {
   Tensor x = dense({3, 4}), w = dense({4});
   expect_near_vec(rms_norm(Variable(x), Variable(w), 1e-6).data(), rms_norm_by_hand(x, w, 1e-6),
                   1e-12);
-  RMSNorm layer(4, 1e-6, DType::Float64);
+  RMSNorm layer(4, {}, DType::Float64);
   EXPECT_EQ(layer.named_parameters().size(), 1u);
   expect_near_vec(layer.forward(Variable(x)).data(), rms_norm_by_hand(x, ones({4}), 1e-6), 1e-12);
   auto fn = [](const Vars& v) { return rms_norm(v[0], v[1], 1e-6); };

@@ -2,11 +2,16 @@
 // tutorial cannot drift from the library. Keep the two in step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "nn/attention.h"
+#include "nn/attention_variant.h"
 #include "nn/linear.h"
+#include "nn/models.h"
 #include "nn/module.h"
 #include "tensor/map.h"
 #include "tensor/ops.h"
@@ -34,16 +39,47 @@ Variable softplus(const Variable& x) {
 // A gated feed-forward block: y = fc_out(softplus(fc_gate(x)) * fc_up(x)).
 class GatedFeedForward : public nn::Module {
  public:
-  GatedFeedForward(int64_t dim, int64_t hidden, Generator& gen, DType dtype = DType::Float32) {
-    gate = register_module("gate", std::make_shared<nn::Linear>(dim, hidden, true, gen, dtype));
-    up = register_module("up", std::make_shared<nn::Linear>(dim, hidden, true, gen, dtype));
-    out = register_module("out", std::make_shared<nn::Linear>(hidden, dim, true, gen, dtype));
+  GatedFeedForward(int64_t dim, int64_t hidden, nn::Init init = {}) {
+    auto linear = [&](int64_t from, int64_t to) {
+      return std::make_shared<nn::Linear>(from, to, nn::LinearOptions{}, init);
+    };
+    gate = register_module("gate", linear(dim, hidden));
+    up = register_module("up", linear(dim, hidden));
+    out = register_module("out", linear(hidden, dim));
   }
   Variable forward(const Variable& x) const {
     return out->forward(softplus(gate->forward(x)) * up->forward(x));
   }
   std::string describe() const override { return "GatedFeedForward"; }
   std::shared_ptr<nn::Linear> gate, up, out;
+};
+
+// ---- Step 5: an attention variant ---------------------------------------
+// logits[b, h, i, j] -= softplus(weight[h]) * |position_i - position_j|:
+// each head learns how fast its attention fades with distance (ALiBi, Press
+// et al. 2022, with learned slopes).
+class DistancePenalty : public nn::AttentionVariant {
+ public:
+  explicit DistancePenalty(int64_t heads, nn::Init init = {}) : heads_(heads) {
+    weight = register_parameter("weight", zeros({heads}, init.dtype));
+  }
+  bool transforms_scores() const override { return true; }
+  Variable transform_scores(const Variable& logits,
+                            const nn::AttentionPositions& at) const override {
+    const int64_t t = logits.shape()[2], s = logits.shape()[3];
+    Tensor distance = zeros({t, s}, logits.dtype());
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        distance.set({i, j}, std::abs(static_cast<double>(at.query_start + i - at.key_start - j)));
+    // Shape: slope (H, 1, 1) * distance (T, S) -> (H, T, S), broadcast over B.
+    Variable slope = reshape(softplus(weight), {heads_, 1, 1});
+    return logits - slope * Variable(distance);
+  }
+  std::string describe() const override { return "DistancePenalty"; }
+  Variable weight;  // (H)
+
+ private:
+  int64_t heads_;
 };
 
 // ---- Step 2: the op's tests ----------------------------------------------
@@ -69,17 +105,59 @@ TEST(Tutorial, SoftplusGradcheck) {
 // ---- Step 4: the layer's tests ---------------------------------------------
 TEST(Tutorial, GatedFeedForwardNamesShapesAndGradients) {
   Generator gen(1);
-  GatedFeedForward layer(4, 6, gen, DType::Float64);
+  GatedFeedForward layer(4, 6, {gen, DType::Float64});
   EXPECT_EQ(layer.num_parameters(), 3 * 4 * 6 + 6 + 6 + 4);
   EXPECT_EQ(layer.named_parameters()[0].first, "gate.weight");
-  // Gradient with respect to the input, through every parameter.
+  // The gradient with respect to the input.
   GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return layer.forward(v[0]); },
                                 {randn({2, 3, 4}, gen, DType::Float64)});
   EXPECT_TRUE(r.ok) << r.message;
-  // And every parameter receives a gradient.
-  Variable x(randn({2, 4}, gen, DType::Float64));
-  sum(layer.forward(x)).backward();
-  for (auto& [name, p] : layer.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+  // And every parameter's gradient, element by element.
+  Variable x(randn({2, 3, 4}, gen, DType::Float64));
+  r = check_parameter_grads(layer.named_parameters(), [&] { return layer.forward(x); });
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+// ---- Step 6: the variant's tests -------------------------------------------
+TEST(Tutorial, DistancePenaltyPlugsIntoAttention) {
+  Generator gen(2);
+  nn::MultiHeadAttention attention(8, {.heads = 2}, {gen, DType::Float64});
+  Variable x(randn({2, 5, 8}, gen, DType::Float64));
+  const Tensor plain = attention.forward(x, x).data();
+  attention.add_variant("distance", std::make_shared<DistancePenalty>(2, DType::Float64));
+  EXPECT_EQ(attention.named_parameters().back().first, "distance.weight");
+  EXPECT_GT(max(abs(sub(attention.forward(x, x).data(), plain))).item(), 1e-3);
+  // The input's gradient, then every parameter's, the slopes' included.
+  const Tensor causal = nn::causal_mask(5, 5, DType::Float64);
+  GradcheckResult r = gradcheck(
+      [&](const std::vector<Variable>& v) { return attention.forward(v[0], v[0], causal); },
+      {randn({1, 5, 8}, gen, DType::Float64)});
+  EXPECT_TRUE(r.ok) << r.message;
+  r = check_parameter_grads(attention.named_parameters(),
+                            [&] { return attention.forward(x, x, causal); });
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(Tutorial, DistancePenaltyInEveryLayerOfAModel) {
+  nn::ModelConfig config;
+  config.vocab = 10, config.d_model = 8, config.heads = 2, config.layers = 2, config.max_len = 8;
+  Generator gen(3);
+  nn::DecoderLM model(config, gen);
+  for (const auto& layer : model.decoder->layers)
+    layer->self_attn->add_variant("distance", std::make_shared<DistancePenalty>(config.heads));
+  const auto names = model.named_parameters();
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const auto& kv) {
+    return kv.first == "decoder.layers.1.self_attn.distance.weight";
+  }));
+  // Generation with the KV cache sees the true positions: the same logits.
+  NoGradGuard no_grad;
+  const Tensor ids = randint(0, 10, {2, 6}, gen);
+  const Tensor full = model.forward(ids).data();
+  std::vector<nn::LayerCache> caches;
+  for (int64_t t = 0; t < 6; ++t) {
+    const Tensor step = model.forward(ids.narrow(1, t, 1), Tensor(), &caches, t).data();
+    EXPECT_LT(max(abs(sub(step.select(1, 0), full.select(1, t)))).item(), 1e-5) << t;
+  }
 }
 
 }  // namespace tutorial

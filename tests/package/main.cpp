@@ -9,7 +9,7 @@
 int main() {
   using namespace gradflow;
   Generator gen(0);
-  nn::Linear layer(3, 2, true, gen);
+  nn::Linear layer(3, 2, {}, gen);
   Variable x(from_vector({1, 2, 3}, {1, 3}), true);
   sum(layer.forward(x)).backward();
   // d/dx sum(x W^T + b) = the column sums of W.

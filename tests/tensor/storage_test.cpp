@@ -1,5 +1,6 @@
 // The block cache behind Storage: alignment, size classes, reuse, release.
 #include "tensor/storage.h"
+#include "tensor/tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -68,6 +69,18 @@ TEST(Storage, PeakCountsTheMostHeldAtOnce) {
 TEST(Storage, AnImpossibleSizeThrowsBadAlloc) {
   EXPECT_THROW(Storage(SIZE_MAX), std::bad_alloc);
   EXPECT_THROW(Storage(SIZE_MAX / 2), std::bad_alloc);
+}
+
+// Tensors take their memory through Tensor::empty, which says what was asked.
+TEST(Storage, ATensorBeyondMemoryNamesItsBytesAndShape) {
+  try {
+    Tensor::empty({int64_t{1} << 40, int64_t{1} << 20}, DType::Float32);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "out of memory: a float32 tensor of shape (1099511627776, 1048576) needs "
+                 "4611686018427387904 bytes (4294967296.00 GiB), more than the system would give");
+  }
 }
 
 }  // namespace

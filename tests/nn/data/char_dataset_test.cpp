@@ -176,6 +176,17 @@ TEST_F(CharDatasetFile, BadFilesThrowNamingThePath) {
   EXPECT_TRUE(contains(msg, "directory")) << msg;
 }
 
+// The limit is checked from a regular file's size, before a byte is read;
+// a device has no size and no end, and is no text.
+TEST_F(CharDatasetFile, TooLargeFilesAndDevicesAreRefusedBeforeReading) {
+  const std::string big = write("big.txt", "");
+  fs::resize_file(big, CharDataset::kMaxFileBytes + 1);  // sparse: nothing on disk
+  std::string msg = error_of([&] { CharDataset::from_file(big); });
+  EXPECT_TRUE(contains(msg, "has 1073741825 bytes, more than the limit of 1073741824")) << msg;
+  msg = error_of([&] { CharDataset::from_file("/dev/zero"); });
+  EXPECT_TRUE(contains(msg, "\"/dev/zero\" is a device, not a text file")) << msg;
+}
+
 TEST(TextCorpus, DeterministicExactLengthPrintable) {
   for (int64_t n : {0, 1, 999, 20000}) {
     const std::string text = generate_corpus(n, 7);

@@ -196,6 +196,27 @@ TEST_F(AtomicFileTest, ReadFileErrorsNameThePath) {
             "read_file: \"" + path("ten") + "\" has 10 bytes, more than the limit of 9");
 }
 
+// What killed writers leave, "<path>.tmp.<pid>.<counter>", goes; nothing else
+// does, not even a name that only looks alike.
+TEST_F(AtomicFileTest, StaleTemporaryFilesAreRemoved) {
+  write_file_atomic(path("model.safetensors"), "the real file");
+  for (const char* name : {"model.safetensors.tmp.4242.0", "model.safetensors.tmp.1.17"})
+    write_file_atomic(path(name), pattern_bytes(1000));
+  for (const char* name : {"model.safetensors.tmp.notours", "model.safetensors.tmp.12.",
+                           "other.safetensors.tmp.4242.0", "model.safetensors.tmp.1.2.3"})
+    write_file_atomic(path(name), "keep");
+  const RemovedFiles removed = remove_stale_temp_files(path("model.safetensors"));
+  EXPECT_EQ(removed.count, 2u);
+  EXPECT_EQ(removed.bytes, 2000u);
+  EXPECT_EQ(entries(),
+            (std::vector<std::string>{"model.safetensors", "model.safetensors.tmp.1.2.3",
+                                      "model.safetensors.tmp.12.", "model.safetensors.tmp.notours",
+                                      "other.safetensors.tmp.4242.0"}));
+  EXPECT_EQ(read_file(path("model.safetensors"), 100), "the real file");
+  EXPECT_EQ(remove_stale_temp_files(path("model.safetensors")).count, 0u);
+  EXPECT_NE(error_of([&] { remove_stale_temp_files(path("missing/model.safetensors")); }), "");
+}
+
 TEST(ReadFile, LimitHoldsForFilesWithoutASize) {
   // /dev/zero never ends and reports no size: the limit is what stops the read.
   const std::string message = error_of([] { read_file("/dev/zero", 100000); });

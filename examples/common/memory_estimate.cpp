@@ -1,0 +1,191 @@
+#include "examples/common/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "examples/common/args.h"
+
+namespace gradflow::examples {
+namespace {
+
+// Floats per token (fitted to the peak tensor memory of training steps; see
+// the header): kept for the backward by each block; the backward's
+// gradients of one block's feed-forward, which are alive at the peak; the
+// embeddings; the logits and their softmax.
+constexpr double kBlockC = 4, kBlockA = 4, kBlockF = 1;  // self-attention and feed-forward
+constexpr double kCrossC = 2, kCrossA = 3;               // cross-attention, per target token
+constexpr double kCrossKV = 2;                           // its keys and values, per source token
+constexpr double kBackwardF = 2, kEmbedC = 1.5, kHeadV = 2;
+constexpr double kFloat = 4;                    // bytes: the models train in float32
+constexpr double kCachedCap = double(1 << 30);  // tensor/storage.cpp's kMaxCachedBytes
+constexpr double kBaseline = 96.0 * (1 << 20);  // program, threads, OpenBLAS buffers
+
+struct Sizes {
+  double v, c, a, f, layers, d_k, max_len;
+};
+
+Sizes sizes_of(const nn::ModelConfig& c) {
+  const double d_k = c.head_dim > 0 ? double(c.head_dim) : double(c.d_model) / double(c.heads);
+  return {double(c.vocab),  double(c.d_model), double(c.heads) * d_k,
+          double(c.d_ff),   double(c.layers),  d_k,
+          double(c.max_len)};
+}
+
+// nn/attention.cpp: q, k, v (C -> A with bias), o (A -> C with bias), and a
+// learned scale or the q and k LayerNorms.
+double attention_parameters(const nn::ModelConfig& config, const Sizes& s) {
+  double p = 4 * s.c * s.a + 3 * s.a + s.c;
+  if (config.scale.kind == nn::ScaleMode::Learned) p += 1;
+  if (config.scale.kind == nn::ScaleMode::QkNorm) p += 4 * s.d_k;
+  return p;
+}
+
+}  // namespace
+
+double count_parameters(const TrainingShape& shape) {
+  const nn::ModelConfig& config = shape.config;
+  const Sizes s = sizes_of(config);
+  const double attention = attention_parameters(config, s);
+  const double ff = 2 * s.c * s.f + s.f + s.c, norm = 2 * s.c;
+  const double block = attention + ff + 2 * norm;       // nn/transformer.cpp
+  const double cross_block = block + attention + norm;  // a decoder block with cross-attention
+  double p = s.v * s.c + (config.positional == "learned" ? s.max_len * s.c : 0) + norm;
+  switch (shape.kind) {
+    case ModelKind::kEncoderDecoder:
+      p += s.layers * (block + cross_block) + s.c * s.v + s.v;
+      break;
+    case ModelKind::kDecoder:
+      p += s.layers * block + s.c * s.v + s.v;
+      break;
+    case ModelKind::kEncoder: {
+      const double out = shape.classes > 0 ? double(shape.classes) : s.v;
+      p += s.layers * block + s.c * out + out;
+      break;
+    }
+  }
+  return p;
+}
+
+MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
+  const Sizes s = sizes_of(shape.config);
+  const double b = double(shape.batch), src = b * double(shape.src_len),
+               tgt = b * double(shape.tgt_len);
+  const double block = kBlockC * s.c + kBlockA * s.a + kBlockF * s.f;
+  const double cross = kCrossC * s.c + kCrossA * s.a;
+  double floats = 0;  // activations alive at the backward's peak
+  switch (shape.kind) {
+    case ModelKind::kEncoderDecoder:
+      floats = s.layers * (src * (block + kCrossKV * s.a) + tgt * (block + cross)) +
+               std::max(src, tgt) * kBackwardF * s.f + (src + tgt) * kEmbedC * s.c +
+               tgt * kHeadV * s.v;
+      break;
+    case ModelKind::kDecoder:
+      floats = tgt * (s.layers * block + kBackwardF * s.f + kEmbedC * s.c + kHeadV * s.v);
+      break;
+    case ModelKind::kEncoder: {
+      const double head = shape.classes > 0 ? b * double(shape.classes) : src * s.v;
+      floats = src * (s.layers * block + kBackwardF * s.f + kEmbedC * s.c) + kHeadV * head;
+      break;
+    }
+  }
+  MemoryEstimate e;
+  e.parameters = count_parameters(shape);
+  e.weights_bytes = kFloat * e.parameters;
+  e.optimizer_bytes = 3 * kFloat * e.parameters;  // gradients and AdamW's two moments
+  e.activation_bytes = kFloat * floats;
+  const double step = e.weights_bytes + e.optimizer_bytes + e.activation_bytes;
+  const double save = 9 * kFloat * e.parameters + std::min(e.activation_bytes, kCachedCap);
+  e.total_bytes = std::max(step, save) + kBaseline;
+  return e;
+}
+
+namespace {
+
+double read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return -1;  // unreadable, or no limit
+  return std::strtod(text.c_str(), nullptr);
+}
+
+// The value of `key` in a cgroup's memory.stat, or 0.
+double stat_value(const std::string& dir, const std::string& key) {
+  std::ifstream in(dir + "/memory.stat");
+  std::string k;
+  double v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+
+// What a cgroup with a memory limit leaves: the limit less its working set
+// (usage less inactive file pages, which the kernel reclaims first, as
+// docker and the kubelet count it). A negative value: no limit there.
+double room_in(const std::string& dir, const char* limit_file, const char* usage_file,
+               const char* inactive_key) {
+  const double limit = read_number(dir + "/" + limit_file);
+  const double usage = read_number(dir + "/" + usage_file);
+  if (limit < 0 || usage < 0 || limit >= double(uint64_t{1} << 60)) return -1;
+  return std::max(0.0, limit - std::max(0.0, usage - stat_value(dir, inactive_key)));
+}
+
+}  // namespace
+
+uint64_t available_memory_bytes() {
+  double available = -1;
+  auto take = [&available](double room) {
+    if (room >= 0) available = available < 0 ? room : std::min(available, room);
+  };
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.rfind("MemAvailable:", 0) == 0)
+      take(1024 * std::strtod(line.c_str() + 13, nullptr));  // "MemAvailable: 123456 kB"
+  // The process's cgroups: v2 ("0::/path", limits on it and its parents) and
+  // v1 ("4:memory:/path"; in a container its own group is the mount's root).
+  std::ifstream cgroup("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroup, line);) {
+    if (line.rfind("0::", 0) == 0) {
+      for (std::string group = line.substr(3);;) {
+        take(room_in("/sys/fs/cgroup" + (group == "/" ? std::string() : group), "memory.max",
+                     "memory.current", "inactive_file"));
+        const size_t slash = group.find_last_of('/');
+        if (group.empty() || group == "/" || slash == std::string::npos) break;
+        group = slash == 0 ? "/" : group.substr(0, slash);
+      }
+    } else if (const size_t at = line.find(":memory:"); at != std::string::npos) {
+      for (const std::string& dir :
+           {"/sys/fs/cgroup/memory" + line.substr(at + 8), std::string("/sys/fs/cgroup/memory")})
+        take(room_in(dir, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"));
+    }
+  }
+  return available < 0 ? 0 : static_cast<uint64_t>(available);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 6) bytes /= 1024, ++unit;
+  char buf[64];
+  if (unit == 6 && bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.2g EiB", bytes);
+  else
+    std::snprintf(buf, sizeof buf, bytes < 10 && unit > 0 ? "%.1f %s" : "%.0f %s", bytes,
+                  units[unit]);
+  return buf;
+}
+
+void check_memory(const MemoryEstimate& e, uint64_t available) {
+  if (available == 0 || e.total_bytes <= double(available)) return;
+  throw cli::UsageError(
+      "the model and batch need about " + format_bytes(e.total_bytes) + " (weights " +
+      format_bytes(e.weights_bytes) + ", gradients and AdamW " + format_bytes(e.optimizer_bytes) +
+      ", activations " + format_bytes(e.activation_bytes) + "), more than the " +
+      format_bytes(double(available)) +
+      " available; lower --batch, --d-model, --d-ff, --layers or the sequence length");
+}
+
+}  // namespace gradflow::examples

@@ -1,0 +1,138 @@
+// Every ModelConfig option from the command line: --positional, --norm,
+// --activation and --dropout reach the config, are run flags a resume
+// restores, and every config field round-trips through checkpoint metadata,
+// older checkpoints included.
+#include <gtest/gtest.h>
+
+#include "examples/common/run_flags.h"
+#include "examples/common/training.h"
+
+namespace gradflow::examples {
+namespace {
+
+TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
+  cli::ArgParser args("t", "");
+  RunFlags run(args);
+  CommonFlags f;
+  add_common_flags(args, run, f);
+  nn::ModelConfig defaults = model_config(f, 10, 8);
+  EXPECT_EQ(defaults.positional, "learned");
+  EXPECT_EQ(defaults.norm, nn::NormPlacement::Pre);
+  EXPECT_EQ(defaults.activation, "gelu");
+  EXPECT_EQ(defaults.dropout, 0);
+
+  args.parse({"--positional", "rope", "--norm", "post", "--activation", "relu", "--dropout", "0.1",
+              "--head-dim", "6", "--scale", "qk_norm"});
+  nn::ModelConfig c = model_config(f, 10, 8);
+  EXPECT_EQ(c.positional, "rope");
+  EXPECT_EQ(c.norm, nn::NormPlacement::Post);
+  EXPECT_EQ(c.activation, "relu");
+  EXPECT_EQ(c.dropout, 0.1);
+  EXPECT_EQ(c.head_dim, 6);
+  EXPECT_EQ(c.scale.kind, nn::ScaleMode::QkNorm);
+  EXPECT_NO_THROW(c.validate());
+  // Dropout draws from one generator: the batch runs as one part.
+  f.threads = 2;
+  EXPECT_EQ(loop_options(f).parts, 1);
+  f.dropout = 0;
+  EXPECT_EQ(loop_options(f).parts, 2);
+
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--positional", "alibi"},
+                                              {"--norm", "sandwich"},
+                                              {"--activation", "tanh"},
+                                              {"--dropout", "1"},
+                                              {"--dropout", "-0.1"}}) {
+    cli::ArgParser again("t", "");
+    RunFlags run_again(again);
+    CommonFlags g;
+    add_common_flags(again, run_again, g);
+    EXPECT_THROW(again.parse(bad), cli::UsageError) << bad[0] << " " << bad[1];
+  }
+}
+
+TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
+  cli::ArgParser args1("t", "");
+  RunFlags run1(args1);
+  CommonFlags f1;
+  add_common_flags(args1, run1, f1);
+  args1.parse({"--positional", "sinusoidal", "--norm", "post", "--activation", "relu", "--dropout",
+               "0.25"});
+  const nn::Metadata saved = run1.to_metadata();
+
+  cli::ArgParser args2("t", "");
+  RunFlags run2(args2);
+  CommonFlags f2;
+  add_common_flags(args2, run2, f2);
+  run2.restore(saved, {"--steps", "20"});
+  EXPECT_EQ(f2.positional, "sinusoidal");
+  EXPECT_EQ(f2.norm, "post");
+  EXPECT_EQ(f2.activation, "relu");
+  EXPECT_EQ(f2.dropout, 0.25);
+
+  cli::ArgParser args3("t", "");
+  RunFlags run3(args3);
+  CommonFlags f3;
+  add_common_flags(args3, run3, f3);
+  EXPECT_THROW(run3.restore(saved, {"--positional", "rope"}), cli::UsageError);
+
+  // A checkpoint written before these flags: their defaults, and another
+  // value on the command line contradicts it.
+  nn::Metadata old;
+  for (const auto& kv : saved)
+    if (kv.first != "flag.--positional" && kv.first != "flag.--norm" &&
+        kv.first != "flag.--activation" && kv.first != "flag.--dropout")
+      old.push_back(kv);
+  ASSERT_EQ(old.size() + 4, saved.size());
+  cli::ArgParser args4("t", "");
+  RunFlags run4(args4);
+  CommonFlags f4;
+  add_common_flags(args4, run4, f4);
+  run4.restore(old, {});
+  EXPECT_EQ(f4.positional, "learned");
+  EXPECT_EQ(f4.norm, "pre");
+  EXPECT_EQ(f4.activation, "gelu");
+  EXPECT_EQ(f4.dropout, 0);
+  cli::ArgParser args5("t", "");
+  RunFlags run5(args5);
+  CommonFlags f5;
+  add_common_flags(args5, run5, f5);
+  EXPECT_THROW(run5.restore(old, {"--norm", "post"}), cli::UsageError);
+}
+
+TEST(ModelFlags, EveryConfigFieldRoundTripsAndOlderKeysRead) {
+  nn::ModelConfig c;
+  c.vocab = 7, c.d_model = 24, c.heads = 3, c.layers = 5, c.d_ff = 40, c.max_len = 9;
+  c.scale = nn::ScaleMode::parse("learned");
+  c.head_dim = 6, c.norm = nn::NormPlacement::Post, c.activation = "relu";
+  c.positional = "rope", c.dropout = 0.125;
+  const nn::Metadata m = config_metadata(c);
+  EXPECT_EQ(nn::metadata_value(m, "config.norm"), "post");
+  EXPECT_EQ(nn::metadata_value(m, "config.positional"), "rope");
+  nn::ModelConfig d = config_from_metadata(m);
+  EXPECT_EQ(config_metadata(d), m);
+  EXPECT_EQ(d.norm, nn::NormPlacement::Post);
+  EXPECT_EQ(d.positional, "rope");
+  EXPECT_EQ(d.activation, "relu");
+  EXPECT_EQ(d.dropout, 0.125);
+
+  // Before norm: pre_ln = true|false; before both: pre-LN, the default.
+  auto without = [&m](const std::string& key) {
+    nn::Metadata out;
+    for (const auto& kv : m)
+      if (kv.first != key) out.push_back(kv);
+    return out;
+  };
+  nn::Metadata old = without("config.norm");
+  EXPECT_EQ(config_from_metadata(old).norm, nn::NormPlacement::Pre);
+  old.emplace_back("config.pre_ln", "false");
+  EXPECT_EQ(config_from_metadata(old).norm, nn::NormPlacement::Post);
+  // A field every checkpoint has written may not go missing.
+  EXPECT_THROW(config_from_metadata(without("config.positional")), cli::UsageError);
+  nn::Metadata bad = m;
+  for (auto& [key, value] : bad)
+    if (key == "config.norm") value = "sandwich";
+  EXPECT_THROW(config_from_metadata(bad), cli::UsageError);
+}
+
+}  // namespace
+}  // namespace gradflow::examples

@@ -1,0 +1,117 @@
+// A checkpoint is checked both ways: a state no run could resume from (NaN
+// weights or moments) is never written, and a damaged file (non-finite
+// values, an update count beyond its steps, a step past 2^53, an all-zero
+// generator) is refused on load by name, leaving the model as it was.
+#include "nn/io/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "nn/io/atomic_file.h"
+#include "nn/io/safetensors.h"
+#include "nn/models.h"
+
+namespace gradflow::nn {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TinyRun {
+  Generator gen{3}, data{4};
+  DecoderLM model;
+  AdamW optimizer;
+  TinyRun() : model(config(), gen), optimizer(model.parameters(), 1e-3) {}
+  static ModelConfig config() {
+    ModelConfig c;
+    c.vocab = 7, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 16, c.max_len = 5;
+    return c;
+  }
+};
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("gradflow_ckpt_" + std::to_string(::getpid()))).string();
+    TinyRun run;
+    save_checkpoint(path_, run.model, run.optimizer, {{"data", &run.data}}, 5, {{"k", "v"}});
+    saved_ = read_file(path_, 1 << 20);
+  }
+  void TearDown() override { fs::remove(path_); }
+
+  // Rewrites the saved checkpoint with `edit` applied to its tensors and
+  // metadata, then returns the error loading it gives ("" if it loads).
+  std::string load_after(const std::function<void(SafetensorsFile&)>& edit) {
+    SafetensorsFile file = decode_safetensors(saved_);
+    edit(file);
+    save_safetensors(path_, file.tensors, file.metadata);
+    TinyRun fresh;
+    const std::vector<double> before = fresh.model.state_dict()[0].second.to_vector();
+    try {
+      load_checkpoint(path_, fresh.model, fresh.optimizer, {{"data", &fresh.data}});
+    } catch (const Error& e) {
+      EXPECT_EQ(fresh.model.state_dict()[0].second.to_vector(), before) << "changed on failure";
+      return e.what();
+    }
+    return "";
+  }
+  static Tensor& tensor(SafetensorsFile& file, const std::string& name) {
+    for (auto& [n, t] : file.tensors)
+      if (n == name) return t;
+    throw Error("no tensor " + name);
+  }
+
+  std::string path_, saved_;
+};
+
+TEST_F(CheckpointTest, AGoodCheckpointLoads) {
+  EXPECT_EQ(load_after([](SafetensorsFile&) {}), "");
+}
+
+TEST_F(CheckpointTest, NonFiniteWeightsAndMomentsAreRefused) {
+  std::string e = load_after(
+      [](SafetensorsFile& f) { tensor(f, "model.lm_head.weight").data<float>()[3] = NAN; });
+  EXPECT_NE(e.find("weight 'lm_head.weight' holds a non-finite value"), std::string::npos) << e;
+  e = load_after(
+      [](SafetensorsFile& f) { tensor(f, "optim.exp_avg_sq.0").data<float>()[0] = INFINITY; });
+  EXPECT_NE(e.find("optimizer state 'exp_avg_sq.0' holds a non-finite value"), std::string::npos)
+      << e;
+}
+
+TEST_F(CheckpointTest, StepsOutOfRangeAreRefused) {
+  std::string e = load_after(
+      [](SafetensorsFile& f) { tensor(f, "optim.step").data<int64_t>()[0] = int64_t{1} << 62; });
+  EXPECT_NE(e.find("optim.step is 4611686018427387904, outside [0, step = 5]"), std::string::npos)
+      << e;
+  e = load_after([](SafetensorsFile& f) {
+    for (auto& [k, v] : f.metadata)
+      if (k == "step") v = std::to_string((int64_t{1} << 53) + 1);
+  });
+  EXPECT_NE(e.find("bad step '9007199254740993'"), std::string::npos) << e;
+}
+
+TEST_F(CheckpointTest, AnAllZeroGeneratorStateIsRefused) {
+  const std::string e = load_after([](SafetensorsFile& f) {
+    std::memset(tensor(f, "rng.data").data<int64_t>(), 0, 4 * sizeof(int64_t));
+  });
+  EXPECT_NE(e.find("the state of generator 'data' is all zero"), std::string::npos) << e;
+}
+
+// A NaN reached the weights: the save throws before writing, and the file on
+// disk stays the last good checkpoint.
+TEST_F(CheckpointTest, ANonFiniteStateIsNotSaved) {
+  TinyRun run;
+  Tensor w = run.model.parameters()[0].data();
+  w.data<float>()[0] = NAN;
+  EXPECT_THROW(save_checkpoint(path_, run.model, run.optimizer, {{"data", &run.data}}, 6),
+               NonFiniteStateError);
+  EXPECT_EQ(read_file(path_, 1 << 20), saved_);
+}
+
+}  // namespace
+}  // namespace gradflow::nn
