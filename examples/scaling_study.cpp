@@ -91,7 +91,8 @@ int run(int argc, char** argv) {
   std::string tasks = "reverse,recall", d_ks = "16,64,256", modes;
   args.add("--tasks", &tasks, "Part B's tasks, comma-separated: reverse, recall");
   args.add("--d-ks", &d_ks, "Part B's head sizes d_k, comma-separated");
-  args.add("--modes", &modes, "Part B's modes, comma-separated (empty: all seven)");
+  args.add("--modes", &modes,
+           "Part B's and C's modes, comma-separated (empty: the seven arms, all nine with --full)");
   int64_t recall_pairs = 0, recall_keys = 0;
   args.add("--recall-pairs", &recall_pairs,
            "recall: key-value pairs per example, each asked for once (0: the task's own)")
@@ -153,6 +154,7 @@ int run(int argc, char** argv) {
     if (v < 1 || v > 4096) throw cli::UsageError("--d-ks: " + d + " is not in [1, 4096]");
     info.part_b.d_ks.push_back(v);
   }
+  if (full) info.part_b.modes = study::study_modes();
   if (!modes.empty()) {
     info.part_b.modes = split_list(modes, "--modes");
     for (const std::string& m : info.part_b.modes)
