@@ -83,7 +83,7 @@ int run(int argc, char** argv) {
   bool full = false;
   args.add_flag("--full", &full,
                 "10 seeds instead of 3, more draws, and Parts C (learning rates), E (width and "
-                "muP) and F (depth in training); about 30 minutes on 2 cores");
+                "muP) and F (depth in training); about 35 minutes on 2 cores");
   int64_t seeds = 0;
   args.add("--seeds", &seeds, "training seeds per setting (0: 3, or 10 with --full)").min(0);
   int64_t steps = 0;
