@@ -10,12 +10,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_lock.h"
 #include "examples/common/signals.h"
+#include "examples/study/full_analysis.h"
 #include "examples/study/report.h"
 #include "examples/study/study.h"
 #include "examples/study/summary.h"
@@ -79,7 +81,9 @@ int run(int argc, char** argv) {
   int threads = 2;
   args.add("--threads", &threads, "jobs run side by side (each single-threaded)").min(1).max(64);
   bool full = false;
-  args.add_flag("--full", &full, "10 seeds instead of 3, and more draws");
+  args.add_flag("--full", &full,
+                "10 seeds instead of 3, more draws, and Parts C (learning rates), E (width and "
+                "muP) and F (depth in training); about 35 minutes on 2 cores");
   int64_t seeds = 0;
   args.add("--seeds", &seeds, "training seeds per setting (0: 3, or 10 with --full)").min(0);
   int64_t steps = 0;
@@ -87,7 +91,8 @@ int run(int argc, char** argv) {
   std::string tasks = "reverse,recall", d_ks = "16,64,256", modes;
   args.add("--tasks", &tasks, "Part B's tasks, comma-separated: reverse, recall");
   args.add("--d-ks", &d_ks, "Part B's head sizes d_k, comma-separated");
-  args.add("--modes", &modes, "Part B's modes, comma-separated (empty: all seven)");
+  args.add("--modes", &modes,
+           "Part B's and C's modes, comma-separated (empty: the seven arms, all nine with --full)");
   int64_t recall_pairs = 0, recall_keys = 0;
   args.add("--recall-pairs", &recall_pairs,
            "recall: key-value pairs per example, each asked for once (0: the task's own)")
@@ -100,20 +105,17 @@ int run(int argc, char** argv) {
   args.add_flag("--reference", &reference,
                 "run every fused op as its composed reference (autograd/reference.h): slower, "
                 "the same results up to rounding");
-  std::string parts = "A,B,D";
-  args.add("--parts", &parts, "which parts to run, comma-separated: A, B, D");
+  std::string parts;
+  args.add("--parts", &parts,
+           "which parts to run, comma-separated from A to F (empty: A,B,D, or all with --full)");
   args.parse(argc, argv);
 
-  bool run_a = false, run_b = false, run_d = false;
-  for (const std::string& p : split_list(parts, "--parts")) {
-    if (p == "A")
-      run_a = true;
-    else if (p == "B")
-      run_b = true;
-    else if (p == "D")
-      run_d = true;
-    else
-      throw cli::UsageError("--parts: unknown part '" + p + "' (expected A, B or D)");
+  std::set<std::string> run;
+  for (const std::string& p :
+       split_list(parts.empty() ? (full ? "A,B,C,D,E,F" : "A,B,D") : parts, "--parts")) {
+    if (p.size() != 1 || p[0] < 'A' || p[0] > 'F')
+      throw cli::UsageError("--parts: unknown part '" + p + "' (expected A to F)");
+    run.insert(p);
   }
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
@@ -152,6 +154,7 @@ int run(int argc, char** argv) {
     if (v < 1 || v > 4096) throw cli::UsageError("--d-ks: " + d + " is not in [1, 4096]");
     info.part_b.d_ks.push_back(v);
   }
+  if (full) info.part_b.modes = study::study_modes();
   if (!modes.empty()) {
     info.part_b.modes = split_list(modes, "--modes");
     for (const std::string& m : info.part_b.modes)
@@ -160,6 +163,9 @@ int run(int argc, char** argv) {
         throw cli::UsageError("--modes: unknown mode '" + m + "'");
   }
   if (full) info.part_a.layer_rows = 8192, info.depth.draws = 32;
+  info.lr_sweep.seed = info.width.seed = info.depth_training.seed = info.seed;
+  info.lr_sweep.threads = info.width.threads = info.depth_training.threads = threads;
+  info.lr_sweep.modes = info.part_b.modes;
   set_num_threads(1);  // parallelism comes from running several jobs at once
   // Process-wide, so the jobs' threads all see it; set before any job starts.
   set_reference_ops(reference);
@@ -179,22 +185,41 @@ int run(int argc, char** argv) {
   auto seconds_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
+  study::FullResults extra;
   try {
-    if (run_a) {
+    if (run.count("A")) {
       const auto t = std::chrono::steady_clock::now();
       init =
           study::run_part_a(info.part_a, progress_for(bar, "Part A: initialisation", "draw set"));
       info.seconds_a = seconds_since(t);
     }
-    if (run_d) {
+    if (run.count("D")) {
       const auto t = std::chrono::steady_clock::now();
       depth = study::run_depth_probe(info.depth, progress_for(bar, "Part D: depth", "stack"));
       info.seconds_d = seconds_since(t);
     }
-    if (run_b) {
+    if (run.count("B")) {
       const auto t = std::chrono::steady_clock::now();
       training = study::run_part_b(info.part_b, progress_for(bar, "Part B: training", "run"));
       info.seconds_b = seconds_since(t);
+    }
+    if (run.count("C")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.sweep =
+          study::run_lr_sweep(info.lr_sweep, progress_for(bar, "Part C: learning rates", "run"));
+      info.seconds_c = seconds_since(t);
+    }
+    if (run.count("E")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.width =
+          study::run_width_sweep(info.width, progress_for(bar, "Part E: width and muP", "run"));
+      info.seconds_e = seconds_since(t);
+    }
+    if (run.count("F")) {
+      const auto t = std::chrono::steady_clock::now();
+      extra.depth = study::run_depth_training(
+          info.depth_training, progress_for(bar, "Part F: depth in training", "run"));
+      info.seconds_f = seconds_since(t);
     }
   } catch (const study::Interrupted& stopped) {
     bar.reset();  // ends its line
@@ -204,12 +229,15 @@ int run(int argc, char** argv) {
     return cli::exit_code_for_signal(stopped.signal());
   }
   info.seconds = seconds_since(start);
-  study::write_report(out, info, init, training, depth);
+  study::write_report(out, info, init, training, depth, extra);
 
-  if (!init.empty()) {
+  std::vector<study::Verdict> verdicts;
+  if (!init.empty())
+    verdicts = study::judge_claims(init, study::summarise_training(training.finals));
+  for (study::Verdict& v : study::judge_full_claims(extra, training)) verdicts.push_back(v);
+  if (!verdicts.empty()) {
     std::printf("\n%-4s %-15s %s\n", "id", "verdict", "claim");
-    for (const study::Verdict& v :
-         study::judge_claims(init, study::summarise_training(training.finals)))
+    for (const study::Verdict& v : verdicts)
       std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.claim.c_str());
   }
   if (!training.finals.empty()) {

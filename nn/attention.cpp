@@ -7,6 +7,7 @@
 
 #include "nn/qk_norm.h"
 #include "nn/rope.h"
+#include "nn/scale_variants.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
 
@@ -19,6 +20,8 @@ ScaleMode ScaleMode::parse(const std::string& name) {
   if (name == "inv_2sqrt_dk") return {Inv2SqrtDk};
   if (name == "learned") return {Learned};
   if (name == "qk_norm") return {QkNorm};
+  if (name == "qk_l2norm") return {QkL2Norm};
+  if (name == "learned_log") return {LearnedLog};
   if (name.rfind("const:", 0) == 0) {
     std::string number = name.substr(6);
     char* end = nullptr;
@@ -31,7 +34,8 @@ ScaleMode ScaleMode::parse(const std::string& name) {
     return {Constant, value};
   }
   fail("scale mode: unknown '", name,
-       "' (expected inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<value>, learned or qk_norm)");
+       "' (expected inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<value>, learned, qk_norm, "
+       "qk_l2norm or learned_log)");
 }
 
 std::string ScaleMode::name() const {
@@ -48,6 +52,10 @@ std::string ScaleMode::name() const {
       return "learned";
     case QkNorm:
       return "qk_norm";
+    case QkL2Norm:
+      return "qk_l2norm";
+    case LearnedLog:
+      return "learned_log";
     case Constant: {
       // Shortest text that reads back to the same double, so a mode written
       // to a log or checkpoint parses back exactly.
@@ -70,6 +78,9 @@ double ScaleMode::value(int64_t d_k) const {
       return 0.5 / std::sqrt(d);
     case Constant:
       return constant;
+    case QkL2Norm:
+    case LearnedLog:
+      return 1.0;  // the variant on q carries the scale
     default:
       return 1.0 / std::sqrt(d);  // InvSqrtDk, and the start of Learned, QkNorm
   }
@@ -131,6 +142,10 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
   // before variants existed, "q_norm.weight": no name level of its own.
   if (config.scale.kind == ScaleMode::QkNorm)
     add_variant("", std::make_shared<QkNorm>(d_k_, LayerNormOptions{}, init));
+  if (config.scale.kind == ScaleMode::QkL2Norm)
+    add_variant("qk_l2norm", std::make_shared<QkL2Norm>(config.max_len, init));
+  if (config.scale.kind == ScaleMode::LearnedLog)
+    add_variant("learned_log", std::make_shared<LearnedLogScale>(d_k_, init));
   if (config.rope) add_variant("rope", std::make_shared<Rope>(d_k_));
   if (config.scale.kind == ScaleMode::Learned)
     scale = register_parameter("scale", full({1}, config.scale.value(d_k_), init.dtype));

@@ -15,6 +15,10 @@
 //   learned        a learned temperature: a parameter started at 1/sqrt(d_k)
 //   qk_norm        LayerNorm on q and k (over D, per head) before the product,
 //                  then 1/sqrt(d_k), as Dehghani et al. 2023
+//   qk_l2norm      q and k L2-normalised per head, times a learned g started
+//                  at log2(L^2 - L), as Henry et al. 2020 (scale_variants.h)
+//   learned_log    a learned temperature exp(t), t started at log(1/sqrt(d_k))
+//                  (scale_variants.h)
 #pragma once
 
 #include <functional>
@@ -31,13 +35,14 @@
 namespace gradflow::nn {
 
 struct ScaleMode {
-  enum Kind { InvSqrtDk, None, InvDk, Inv2SqrtDk, Constant, Learned, QkNorm };
+  enum Kind { InvSqrtDk, None, InvDk, Inv2SqrtDk, Constant, Learned, QkNorm, QkL2Norm, LearnedLog };
   Kind kind = InvSqrtDk;
   double constant = 0;  // for Constant
 
   static ScaleMode parse(const std::string& name);  // throws on an unknown name
   std::string name() const;
-  // The fixed factor for d_k; for Learned, the starting value; for QkNorm, 1/sqrt(d_k).
+  // The fixed factor on q.k for d_k; for Learned, the starting value; for
+  // QkNorm, 1/sqrt(d_k); for QkL2Norm and LearnedLog 1 (their variant scales q).
   double value(int64_t d_k) const;
 };
 
@@ -88,8 +93,11 @@ struct AttentionConfig {
   // decouples d_k from the model width: q, k and v map d_model to
   // heads * head_dim and o maps it back (the scaling study varies d_k so).
   int64_t head_dim = 0;
-  ScaleMode scale = {};  // 1/sqrt(d_k); qk_norm adds the QkNorm variant
+  ScaleMode scale = {};  // 1/sqrt(d_k); qk_norm, qk_l2norm, learned_log add their variants
   bool rope = false;     // rotary position embeddings on q and k (rope.h), base 10000
+  // The sequence length the layer is built for: qk_l2norm's g starts at
+  // log2(L^2 - L). The models set it to their max_len.
+  int64_t max_len = 0;
 };
 
 class MultiHeadAttention : public Module {

@@ -15,7 +15,8 @@ BlockConfig ModelConfig::block() const {
           .attention = {.heads = heads,
                         .head_dim = head_dim,
                         .scale = scale,
-                        .rope = positional == "rope"},
+                        .rope = positional == "rope",
+                        .max_len = max_len},
           .norm = norm,
           .activation = activation,
           .dropout = dropout};

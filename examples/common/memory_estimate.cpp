@@ -39,7 +39,9 @@ Sizes sizes_of(const nn::ModelConfig& c) {
 // learned scale or the q and k LayerNorms.
 double attention_parameters(const nn::ModelConfig& config, const Sizes& s) {
   double p = 4 * s.c * s.a + 3 * s.a + s.c;
-  if (config.scale.kind == nn::ScaleMode::Learned) p += 1;
+  if (config.scale.kind == nn::ScaleMode::Learned || config.scale.kind == nn::ScaleMode::QkL2Norm ||
+      config.scale.kind == nn::ScaleMode::LearnedLog)
+    p += 1;  // one scalar per layer
   if (config.scale.kind == nn::ScaleMode::QkNorm) p += 4 * s.d_k;
   return p;
 }

@@ -60,6 +60,10 @@ std::vector<Tick> fitting_ticks(Range r, bool log, double pixels, bool horizonta
   }
 }
 
+// A series has a legend entry when it has a label and something to draw: an
+// empty one (a mode a run left out) keeps its colour without a dead entry.
+bool in_legend(const Series& s) { return !s.label.empty() && !s.x.empty(); }
+
 // Entries flow left to right in rows as wide as `width`, the box centred in it. Sets the
 // entries' positions relative to the box's top edge; the caller adds the box's y.
 void flow_legend(const std::vector<Series>& series, double width, Layout& l) {
@@ -67,7 +71,7 @@ void flow_legend(const std::vector<Series>& series, double width, Layout& l) {
   double x = 0, widest_row = 0;
   int row = 0;
   for (std::size_t i = 0; i < series.size(); ++i) {
-    if (series[i].label.empty()) continue;
+    if (!in_legend(series[i])) continue;
     std::string text = shorten(series[i].label, room - kSample);
     const double width = kSample + text_width(text, kLegendFont);
     if (x > 0 && x + width > room) {
@@ -181,8 +185,9 @@ Layout make_layout(const Figure& f) {
   // off it, so they go in rows beneath it instead.
   double widest = 0, entries = 0;
   for (const Series& s : f.series) {
+    if (!in_legend(s)) continue;
     widest = std::max(widest, text_width(s.label, kLegendFont));
-    entries += s.label.empty() ? 0 : 1;
+    ++entries;
   }
   const bool has_legend = widest > 0;
   const bool right_legend = has_legend &&
@@ -215,7 +220,7 @@ Layout make_layout(const Figure& f) {
     l.legend_x = l.right + kLegendGap;
     l.legend_y = l.top;
     for (std::size_t i = 0; i < f.series.size(); ++i) {
-      if (f.series[i].label.empty()) continue;
+      if (!in_legend(f.series[i])) continue;
       const double row = static_cast<double>(l.legend.size()) + 0.5;
       l.legend.push_back({static_cast<int>(i), f.series[i].label, l.legend_x + kLegendPad,
                           l.top + kLegendPad + row * kLegendRow});
@@ -323,7 +328,8 @@ GridLayout make_grid_layout(const std::vector<Figure>& figures, int columns,
     for (std::size_t i = 0; i < p.series.size(); ++i) {
       Series& entry = g.legend_series[i];
       Series& s = p.series[i];
-      if (entry.label.empty()) entry = s;  // Its data only tells the legend the spread's kind.
+      // Its data only tells the legend the spread's kind, and that it has any.
+      if (!in_legend(entry) && in_legend(s)) entry = s;
       s.label.clear();
     }
   }

@@ -68,7 +68,8 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
       .check(check_float32);
   run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0).check(check_float32);
   run.add("--scale", &f.scale,
-          "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm")
+          "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm, "
+          "qk_l2norm, learned_log")
       .metavar("MODE")
       .check([](const std::string& s) { nn::ScaleMode::parse(s); });
   run.add("--d-model", &f.d_model, "model width (a multiple of --heads)").min(1);

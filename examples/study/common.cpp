@@ -14,8 +14,14 @@
 namespace gradflow::study {
 
 const std::vector<std::string>& study_modes() {
-  static const std::vector<std::string> modes = {"none",    "inv_sqrt_dk", "inv_dk", "inv_2sqrt_dk",
-                                                 "learned", "qk_norm",     kControl};
+  static const std::vector<std::string> modes = {"none",         "inv_sqrt_dk", "inv_dk",
+                                                 "inv_2sqrt_dk", "learned",     "qk_norm",
+                                                 kControl,       "qk_l2norm",   "learned_log"};
+  return modes;
+}
+
+const std::vector<std::string>& default_modes() {
+  static const std::vector<std::string> modes(study_modes().begin(), study_modes().end() - 2);
   return modes;
 }
 
@@ -62,7 +68,7 @@ void run_jobs(const std::string& part, size_t count, int threads,
   std::atomic<size_t> next{0};
   std::mutex lock;
   std::string error;
-  size_t done = 0, completed = 0;  // jobs ended; jobs ended without an error
+  size_t done = 0, completed = 0;        // jobs ended; jobs ended without an error
   const bool flush = flush_denormals();  // the jobs take the caller's mode
   auto worker = [&] {
     set_flush_denormals(flush);

@@ -26,6 +26,21 @@ double sample_variance(const Tensor& t) {
   return ss / static_cast<double>(v.size() - 1);
 }
 
+double visible_std(const Tensor& values, const Tensor& mask) {
+  std::vector<double> v = values.to_vector();
+  std::vector<double> m =
+      mask.defined() ? mask.expand(values.shape()).to_vector() : std::vector<double>(v.size(), 0.0);
+  double sum = 0, n = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (m[i] == 0) sum += v[i], ++n;
+  if (n < 2) return 0;
+  const double mean = sum / n;
+  double ss = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (m[i] == 0) ss += (v[i] - mean) * (v[i] - mean);
+  return std::sqrt(ss / (n - 1));
+}
+
 AttentionStats attention_stats(const Tensor& weights, const Tensor& logits, const Tensor& mask) {
   if (weights.shape() != logits.shape() || weights.ndim() < 2)
     fail("attention_stats: weights ", shape_str(weights.shape()), " and logits ",

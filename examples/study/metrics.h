@@ -28,4 +28,8 @@ double softmax_jacobian_norm(const double* p, int64_t n);
 // Sample variance (divide by n - 1) of every element.
 double sample_variance(const Tensor& t);
 
+// Standard deviation (divide by n - 1) of the entries of `values` where
+// `mask` (broadcast to its shape; may be undefined) is 0.
+double visible_std(const Tensor& values, const Tensor& mask);
+
 }  // namespace gradflow::study

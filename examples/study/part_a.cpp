@@ -17,6 +17,7 @@
 #include "examples/study/metrics.h"
 #include "examples/study/normal_sampler.h"
 #include "examples/study/study.h"
+#include "nn/scale_variants.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
@@ -49,26 +50,39 @@ Tensor normalize_rows(const Tensor& x) {
   return mul(centered, pow(add(variance, 1e-5), -0.5));
 }
 
+// Rows of x scaled to norm 1. Shape: x (N, D).
+Tensor unit_rows(const Tensor& x) { return mul(x, pow(sum(mul(x, x), {-1}, true), -0.5)); }
+
 double mean_square(const Tensor& t) { return mean(mul(t, t)).item(); }
 
 double frobenius(const Tensor& g) { return std::sqrt(sum(mul(g, g)).item()); }
 
 // Independent unit-variance q and k: `draws` sets of `queries` queries
 // against n_keys keys. The logit variance is the mean of the squared scaled
-// logits (their mean is 0 by symmetry, so this is unbiased).
+// logits (their mean is 0 by symmetry, so this is unbiased). qk_norm
+// LayerNorms q and k first; qk_l2norm scales them to norm 1 and multiplies
+// by its g at the start, log2(L^2 - L) with L = n_keys; learned_log starts
+// at exp(t) = 1/sqrt(d_k).
 void random_qk(InitRow& row, const std::string& mode, size_t mode_index, const PartAOptions& o) {
   const nn::ScaleMode scale = scale_mode_of(mode);
   const bool qk_norm = scale.kind == nn::ScaleMode::QkNorm;
-  const double s = scale.value(row.d_k);  // the learned scale starts at 1/sqrt(d_k)
+  const bool l2_norm = scale.kind == nn::ScaleMode::QkL2Norm;
+  const double d = static_cast<double>(row.d_k);
+  const double s = l2_norm                                   ? nn::qk_l2norm_start(row.n_keys)
+                   : scale.kind == nn::ScaleMode::LearnedLog ? 1 / std::sqrt(d)
+                                                             : scale.value(row.d_k);
   // Fewer keys, noisier draws: more of them, so every estimate is as tight.
   row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
-  row.logit_var_theory =
-      qk_norm ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(row.d_k) * s * s;
+  // The cosine of two independent directions in d_k dimensions has variance 1/d_k.
+  row.logit_var_theory = qk_norm   ? std::numeric_limits<double>::quiet_NaN()
+                         : l2_norm ? s * s / d
+                                   : d * s * s;
   std::vector<double> var, entropy, max_weight, jacobian;
   Generator gen = seeded(o.seed, 1, mode_index, row.d_k, row.n_keys);
   for (int64_t draw = 0; draw < row.draws; ++draw) {
     Tensor q = normal_matrix(o.queries, row.d_k, gen), k = normal_matrix(row.n_keys, row.d_k, gen);
     if (qk_norm) q = normalize_rows(q), k = normalize_rows(k);
+    if (l2_norm) q = unit_rows(q), k = unit_rows(k);
     // Shape: logits (queries, n_keys) = s q (queries, d_k) @ k^T (d_k, n_keys).
     Tensor logits = mul(matmul(q, k.transpose(0, 1)), s);
     var.push_back(mean_square(logits));
@@ -93,7 +107,9 @@ void initialised_layer(InitRow& row, const std::string& mode, const PartAOptions
   for (int64_t draw = 0; draw < row.layer_draws; ++draw) {
     Generator gen = seeded(o.seed, 2, 0, row.d_k, row.n_keys, draw);
     nn::MultiHeadAttention attn(
-        o.d_model, {.heads = 1, .head_dim = row.d_k, .scale = scale_mode_of(mode)}, gen);
+        o.d_model,
+        {.heads = 1, .head_dim = row.d_k, .scale = scale_mode_of(mode), .max_len = row.n_keys},
+        gen);
     apply_mode_init(attn, mode);
     attn.record_probe = true;
     Variable x(randn({1, row.n_keys, o.d_model}, gen));

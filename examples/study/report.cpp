@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "examples/study/full_analysis.h"
 #include "examples/study/summary.h"
 #include "examples/study/verdicts.h"
 #include "nn/io/atomic_file.h"
@@ -198,9 +199,12 @@ void confounds_section(std::ostringstream& md) {
 }  // namespace
 
 void write_report(const std::string& dir, const RunInfo& info, const std::vector<InitRow>& init,
-                  const PartBResult& training, const std::vector<DepthRow>& depth) {
+                  const PartBResult& training, const std::vector<DepthRow>& depth,
+                  const FullResults& full) {
   write_csvs(dir, init, training, depth);
-  const std::vector<PlotFile> plots = write_plots(dir, init, training, depth);
+  write_full_csvs(dir, full);
+  std::vector<PlotFile> plots = write_plots(dir, init, training, depth);
+  for (PlotFile& p : write_full_plots(dir, full)) plots.push_back(p);
   const std::vector<SettingSummary> summary = summarise_training(training.finals);
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
@@ -209,18 +213,23 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
      << " s. Every number below comes from this run; the CSV files beside this report hold all "
         "of them, and docs/study.md explains the claims, the metrics and the literature. "
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
-  if (!init.empty()) claims_section(md, judge_claims(init, summary));
+  std::vector<Verdict> verdicts;
+  if (!init.empty()) verdicts = judge_claims(init, summary);
+  for (Verdict& v : judge_full_claims(full, training)) verdicts.push_back(v);
+  if (!verdicts.empty()) claims_section(md, verdicts);
   if (!init.empty()) part_a_section(md, info, init);
   if (!training.finals.empty()) part_b_section(md, info, summary);
   if (!depth.empty()) part_d_section(md, info, depth);
+  md << full_report_sections(info, full);
   confounds_section(md);
   md << "## Plots\n\n";
   for (const PlotFile& p : plots)
     md << "![" << p.file << "](" << p.file << ")\n\n" << p.caption << "\n\n";
   md << "## Where the time went\n\n"
      << "Part A " << fmt(info.seconds_a, 3) << " s, Part B " << fmt(info.seconds_b, 3)
-     << " s, Part D " << fmt(info.seconds_d, 3) << " s, on " << info.threads
-     << " threads (one job per thread).";
+     << " s, Part C " << fmt(info.seconds_c, 3) << " s, Part D " << fmt(info.seconds_d, 3)
+     << " s, Part E " << fmt(info.seconds_e, 3) << " s, Part F " << fmt(info.seconds_f, 3)
+     << " s, on " << info.threads << " threads (one job per thread).";
   std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
   for (const FinalRow& f : training.finals) {
     auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];

@@ -19,20 +19,35 @@ struct RunInfo {
   PartAOptions part_a;
   PartBOptions part_b;
   DepthOptions depth;
+  LrSweepOptions lr_sweep;
+  WidthSweepOptions width;
+  DepthTrainOptions depth_training;
+  double seconds_c = 0, seconds_e = 0, seconds_f = 0;
 };
+
+struct FullResults;
 
 // Everything below: the CSV files, the plots and report.md.
 void write_report(const std::string& dir, const RunInfo& info, const std::vector<InitRow>& init,
-                  const PartBResult& training, const std::vector<DepthRow>& depth);
+                  const PartBResult& training, const std::vector<DepthRow>& depth,
+                  const FullResults& full);
 
 // init_metrics.csv, depth_metrics.csv, and with training train_metrics.csv,
 // train_layers.csv and final_metrics.csv.
 void write_csvs(const std::string& dir, const std::vector<InitRow>& init,
                 const PartBResult& training, const std::vector<DepthRow>& depth);
 
+// lr_sweep.csv, width_sweep.csv and depth_train.csv, for the parts that ran.
+void write_full_csvs(const std::string& dir, const FullResults& full);
+
 struct PlotFile {
   std::string file, caption;
 };
+// report.md's sections for Parts C, E and F.
+std::string full_report_sections(const RunInfo& info, const FullResults& full);
+
+// The plots of Parts C, E and F.
+std::vector<PlotFile> write_full_plots(const std::string& dir, const FullResults& full);
 // The SVG plots of the parts that ran.
 std::vector<PlotFile> write_plots(const std::string& dir, const std::vector<InitRow>& init,
                                   const PartBResult& training, const std::vector<DepthRow>& depth);

@@ -294,7 +294,9 @@ std::string describe(const Interval& diff, double margin, bool higher_is_better,
            u + ", no interval)";
   const std::string interval =
       general(100 * diff.confidence) + "% " +
-      (diff.method == IntervalMethod::StudentT ? "t-interval" : "bootstrap interval");
+      (diff.method == IntervalMethod::StudentT              ? "t-interval"
+       : diff.method == IntervalMethod::PercentileBootstrap ? "bootstrap interval"
+                                                            : "score interval");
   const std::string plus_minus = " +- " + fixed(diff.half_width, digits) + u;
   const bool excludes_zero = diff.lo > 0 || diff.hi < 0;
   const Comparison c = compare(diff, margin, higher_is_better);

@@ -19,7 +19,9 @@
 
 namespace gradflow::study {
 
-enum class IntervalMethod { StudentT, PercentileBootstrap };
+// How an interval was made; NewcombeScore is correlation.h's interval of a
+// difference of proportions.
+enum class IntervalMethod { StudentT, PercentileBootstrap, NewcombeScore };
 
 // A mean with a two-sided interval at the given confidence.
 // With n == 1 there is no interval: half_width, lo and hi are NaN.

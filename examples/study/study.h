@@ -21,12 +21,16 @@
 namespace gradflow::study {
 
 // ---- The arms compared ------------------------------------------------------
-// The six scale modes of nn::ScaleMode the study compares, then the control
-// kControl: unscaled attention whose W_Q and W_K (and their biases) start
-// d_k^(-1/4) times smaller, so its logits start with the variance of
-// 1/sqrt(d_k)'s. It separates saturation at initialisation from what
-// training does to an unscaled layer.
+// Every arm, in the order plots draw them (the order fixes their colours):
+// six scale modes of nn::ScaleMode, then the control kControl: unscaled
+// attention whose W_Q and W_K (and their biases) start d_k^(-1/4) times
+// smaller, so its logits start with the variance of 1/sqrt(d_k)'s. It
+// separates saturation at initialisation from what training does to an
+// unscaled layer. Last the two modes only --full trains: qk_l2norm and
+// learned_log. Parts A and D (cheap) measure every arm.
 const std::vector<std::string>& study_modes();
+// The arms the default run trains: study_modes() but the last two.
+const std::vector<std::string>& default_modes();
 inline constexpr const char* kDefaultMode = "inv_sqrt_dk";
 inline constexpr const char* kControl = "none_small_init";
 
@@ -120,12 +124,15 @@ TaskSetup recall_setup();   // decoder, 2 layers, d_model 32; 32 keys, 5 pairs, 
 struct PartBOptions {
   std::vector<int64_t> d_ks = {16, 64, 256};
   std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
-  std::vector<std::string> modes = study_modes();
+  std::vector<std::string> modes = default_modes();  // --full: study_modes()
   int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;
   int64_t steps = 0;  // 0: each task's own
   uint64_t seed = 0;
   int threads = 2;  // runs trained side by side, each on one thread
 };
+
+// Attention is called collapsed (Zhai et al. 2023) below this entropy_norm.
+inline constexpr double kCollapsedEntropy = 0.1;
 
 // One run: a (task, d_k, mode, seed). Within a seed every mode starts from
 // the same weights and sees the same batches and evaluation set.
@@ -167,7 +174,16 @@ struct FinalRow {
   double loss_auc = 0;       // mean held-out loss over training (area / steps)
   double seq_accuracy = -1;  // reverse: whole sequences right by greedy decoding
   int64_t spikes = 0;
-  double max_logit = 0;  // largest |logit| over the run
+  double max_logit = 0;     // largest |logit| over the run
+  double initial_loss = 0;  // the first training batch's
+  double min_entropy = 0;   // the lowest entropy_norm of any layer at any evaluation
+  // The first evaluation step with a layer's entropy_norm below
+  // kCollapsedEntropy, and the first spike's step; -1 for none.
+  int64_t collapse_step = -1, first_spike_step = -1;
+  // The std of the unscaled q.k over the visible (query, key) pairs of a
+  // held-out batch, averaged over the attention layers: at initialisation
+  // and after training.
+  double qk_std_init = 0, qk_std = 0;
   // The smallest W_Q / W_V gradient ratio among the attention layers,
   // averaged over the last 10% of evaluations: a vanishing Q gradient in
   // any layer shows here.
@@ -183,6 +199,69 @@ struct PartBResult {
 };
 
 PartBResult run_part_b(const PartBOptions& options, const ProgressFn& progress = {});
+
+// ---- --full: what the literature measured, at toy scale ------------------
+// Part C, learning-rate sensitivity (Wortsman et al. 2023): every mode at two
+// d_k over a grid of learning rates, on the reverse task.
+struct LrSweepOptions {
+  TaskSetup task = reverse_setup();
+  std::vector<int64_t> d_ks = {16, 256};
+  std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
+  std::vector<std::string> modes = default_modes();  // --full: study_modes()
+  int64_t seeds = 3;
+  uint64_t seed = 0;
+  int threads = 2;
+};
+// One FinalRow per (d_k, mode, lr, seed); FinalRow::lr says which.
+std::vector<FinalRow> run_lr_sweep(const LrSweepOptions& options, const ProgressFn& progress = {});
+
+// Part E, width and muP (Yang et al. 2022): two heads of d_k = d_model / 2
+// at each width, under three parametrisations, over a grid of learning rates.
+struct WidthRow {
+  std::string parametrization;  // "sp_inv_sqrt_dk", "sp_inv_dk" or "mup"
+  int64_t d_model = 0;
+  FinalRow run;
+};
+struct WidthSweepOptions {
+  std::vector<int64_t> d_models = {32, 64, 128, 256};
+  std::vector<double> lrs = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1};
+  int64_t seeds = 2, steps = 200, batch = 32;
+  uint64_t seed = 0;
+  int threads = 2;
+};
+const std::vector<std::string>& parametrizations();
+std::vector<WidthRow> run_width_sweep(const WidthSweepOptions& options,
+                                      const ProgressFn& progress = {});
+
+// Part F, depth in training (Xiong et al. 2020): 4 layers per stack, pre- and
+// post-LN, with and without warm-up, for three modes; each block's gradient
+// norm at every evaluation.
+struct DepthTrainRow {
+  std::string norm_placement, mode;  // "pre_ln" / "post_ln"
+  bool warmup = false;
+  int64_t seed = 0, step = 0;
+  double loss = 0;
+  std::string layer;
+  double grad_norm = 0;
+};
+struct DepthTrainRun {
+  std::string norm_placement;
+  bool warmup = false;
+  FinalRow run;
+};
+struct DepthTrainResult {
+  std::vector<DepthTrainRow> rows;
+  std::vector<DepthTrainRun> runs;
+};
+struct DepthTrainOptions {
+  int64_t layers = 4, seeds = 3, steps = 250;
+  double lr = 1e-2;
+  std::vector<std::string> modes = {"inv_sqrt_dk", "none", "qk_norm"};
+  uint64_t seed = 0;
+  int threads = 2;
+};
+DepthTrainResult run_depth_training(const DepthTrainOptions& options,
+                                    const ProgressFn& progress = {});
 
 // ---- Part D: depth at initialisation ------------------------------------------
 struct DepthRow {

@@ -33,7 +33,7 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
   nn::ModelConfig c = config(20, 32, 4, 3, 48, 12);
   c.head_dim = 5;
   configs.push_back(c);
-  for (const char* scale : {"learned", "qk_norm"}) {
+  for (const char* scale : {"learned", "qk_norm", "qk_l2norm", "learned_log"}) {
     c.scale = nn::ScaleMode::parse(scale);
     configs.push_back(c);
   }

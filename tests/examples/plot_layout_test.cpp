@@ -404,6 +404,24 @@ TEST(GridLayout, OneLegendBeneathTheGrid) {
   EXPECT_TRUE(make_grid_layout(panels, 3, {}).legend.legend.empty());
 }
 
+// A series with nothing to draw (a mode a run left out) keeps its place, so
+// the others keep their colours, but gets no legend entry; in a grid it gets
+// one when any panel draws it.
+TEST(Legend, AnEmptySeriesHasNoEntry) {
+  Figure f = seven_modes();
+  f.series[2].x.clear(), f.series[2].y.clear();
+  const Layout l = make_layout(f);
+  ASSERT_EQ(l.legend.size(), 6u);
+  EXPECT_EQ(l.legend[1].series, 1);
+  EXPECT_EQ(l.legend[2].series, 3);
+  std::vector<Figure> panels(2, f);
+  panels[0].series[4].x.clear(), panels[0].series[4].y.clear();
+  const GridLayout g = make_grid_layout(panels, 2, {.legend_once = true});
+  ASSERT_EQ(g.legend.legend.size(), 6u);  // series 4 drawn in panel 1, series 2 in neither
+  EXPECT_EQ(g.legend.legend[2].series, 3);
+  EXPECT_EQ(g.legend.legend[3].series, 4);
+}
+
 TEST(Layout, TallLegendMovesBeneathThePlot) {
   Figure f = seven_modes();
   f.height = 250;

@@ -28,7 +28,7 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
   expect_usage_error(kScalingStudy, {"--d-ks", "0"});
   expect_usage_error(kScalingStudy, {"--d-ks", "16,x"});
   expect_usage_error(kScalingStudy, {"--modes", "inv_sqrt_dk,bogus"});
-  expect_usage_error(kScalingStudy, {"--parts", "A,C"});
+  expect_usage_error(kScalingStudy, {"--parts", "A,G"});
   expect_usage_error(kScalingStudy, {"--recall-pairs", "40"});
   expect_usage_error(kScalingStudy, {"--seeds", "-1"});
 }

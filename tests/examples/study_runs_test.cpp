@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "examples/study/full_analysis.h"
 #include "examples/study/metrics.h"
 #include "examples/study/report.h"
 #include "tensor/ops.h"
@@ -162,7 +163,7 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
   std::vector<InitRow> init = run_part_a(info.part_a);
   PartBResult training = run_part_b(info.part_b);
   std::vector<DepthRow> depth = run_depth_probe(info.depth);
-  write_report(dir.string(), info, init, training, depth);
+  write_report(dir.string(), info, init, training, depth, FullResults{});
   EXPECT_EQ(first_line((dir / "final_metrics.csv").string()).rfind("task,d_k,mode,seed,", 0), 0u);
   EXPECT_EQ(first_line((dir / "depth_metrics.csv").string())
                 .rfind("mode,norm_placement,layers,layer,grad_norm_wq,grad_norm_wv,grad_norm_ff,"

@@ -188,7 +188,8 @@ TEST(ScaleMode, ParsesEveryNameAndRoundTrips) {
   const std::vector<std::pair<std::string, ScaleMode::Kind>> names = {
       {"inv_sqrt_dk", ScaleMode::InvSqrtDk}, {"none", ScaleMode::None},
       {"inv_dk", ScaleMode::InvDk},          {"inv_2sqrt_dk", ScaleMode::Inv2SqrtDk},
-      {"learned", ScaleMode::Learned},       {"qk_norm", ScaleMode::QkNorm}};
+      {"learned", ScaleMode::Learned},       {"qk_norm", ScaleMode::QkNorm},
+      {"qk_l2norm", ScaleMode::QkL2Norm},    {"learned_log", ScaleMode::LearnedLog}};
   for (const auto& [name, kind] : names) {
     ScaleMode m = ScaleMode::parse(name);
     EXPECT_EQ(m.kind, kind) << name;

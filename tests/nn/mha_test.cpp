@@ -8,6 +8,7 @@
 
 #include "nn/attention.h"
 #include "nn/qk_norm.h"
+#include "nn/scale_variants.h"
 #include "tests/nn/nn_check.h"
 
 namespace gradflow::nn {
@@ -50,6 +51,18 @@ Tensor norm_heads(const Tensor& x, const LayerNorm& ln) {
   return from_vector(v, x.shape(), DType::Float64);
 }
 
+// Rows of a (B, H, N, D) tensor divided by their L2 norms, in double.
+Tensor unit_rows(const Tensor& x) {
+  const int64_t d = x.shape()[3];
+  std::vector<double> v = x.to_vector();
+  for (size_t r = 0; r < v.size(); r += d) {
+    double n = 0;
+    for (int64_t i = 0; i < d; ++i) n += v[r + i] * v[r + i];
+    for (int64_t i = 0; i < d; ++i) v[r + i] /= std::sqrt(n);
+  }
+  return from_vector(v, x.shape(), DType::Float64);
+}
+
 // The whole layer by hand: project, split heads, attend, merge, project out.
 std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, const Tensor& mem,
                                 const Tensor& mask) {
@@ -60,6 +73,12 @@ std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, 
     q = norm_heads(q, *norms->q_norm);
     k = norm_heads(k, *norms->k_norm);
   }
+  if (const QkL2Norm* l2 = mha.variant<QkL2Norm>()) {  // g q / |q|, k / |k|, per head
+    q = mul(unit_rows(q), l2->g.data().item());
+    k = unit_rows(k);
+  }
+  if (const LearnedLogScale* t = mha.variant<LearnedLogScale>())
+    q = mul(q, std::exp(t->log_scale.data().item()));
   double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
   std::vector<double> heads =  // (B, H, T, D)
       fused_attention_reference(Variable(q), Variable(k), Variable(v), scale, mask)
@@ -121,10 +140,17 @@ TEST(MultiHeadAttention, RejectsBadShapes) {
 }
 
 TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
-  for (const char* mode : {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm"}) {
+  for (const char* mode :
+       {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+    SCOPED_TRACE(mode);
     Generator gen(3);
-    MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
+    MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode), .max_len = 5},
+                           {gen, DType::Float64});
     if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
+    // The learned scalars away from their starts.
+    if (QkL2Norm* l2 = mha.variant<QkL2Norm>()) l2->g.data().data<double>()[0] = 2.7;
+    if (LearnedLogScale* t = mha.variant<LearnedLogScale>())
+      t->log_scale.data().data<double>()[0] = -0.4;
     if (const QkNorm* norms = mha.variant<QkNorm>()) {  // away from the initial 1 and 0
       for (const Module* norm :
            {static_cast<Module*>(norms->q_norm.get()), static_cast<Module*>(norms->k_norm.get())})
@@ -148,10 +174,11 @@ TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
 }
 
 TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
-  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
+  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
     SCOPED_TRACE(mode);
     Generator gen(4);
-    MultiHeadAttention mha(4, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
+    MultiHeadAttention mha(4, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 4},
+                           {gen, DType::Float64});
     Tensor causal = causal_mask(3, 3, DType::Float64);
     EXPECT_GRADCHECK([&](const Vars& v) { return mha.forward(v[0], v[0], causal); },
                      {dense({2, 3, 4})});
@@ -199,10 +226,11 @@ void expect_cache_matches_full(MultiHeadAttention& mha, const Tensor& x,
 }
 
 TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
-  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm"}) {
+  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
     SCOPED_TRACE(mode);
     Generator gen(6);
-    MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode)}, {gen, DType::Float64});
+    MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 6},
+                           {gen, DType::Float64});
     Tensor x = dense({2, 6, 8});
     expect_cache_matches_full(mha, x, {1, 1, 1, 1, 1, 1});
     expect_cache_matches_full(mha, x, {3, 1, 2});

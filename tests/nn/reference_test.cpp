@@ -33,9 +33,10 @@ namespace {
 constexpr int64_t kPad = 0;  // token id, ignore_index and padding alike
 constexpr int64_t kBatch = 3, kLen = 7, kSteps = 3;
 
-ModelConfig small_config() {
+ModelConfig small_config(const std::string& scale = "inv_sqrt_dk") {
   ModelConfig c;
   c.vocab = 11, c.d_model = 16, c.heads = 2, c.layers = 2, c.d_ff = 32, c.max_len = kLen;
+  c.scale = ScaleMode::parse(scale);
   return c;
 }
 
@@ -68,19 +69,19 @@ struct Trace {
 };
 
 // Three steps of zero_grad, forward, cross_entropy, backward, AdamW.
-Trace train(const std::string& kind, DType dtype, bool reference) {
+Trace train(const std::string& kind, DType dtype, bool reference, const std::string& scale) {
   ReferenceOpsGuard path(reference);
   Generator weights(7), data(11);
   std::shared_ptr<Module> model;
   std::function<Variable(const Batch&)> loss;
   if (kind == "encdec") {
-    auto m = std::make_shared<EncoderDecoder>(small_config(), Init(weights, dtype));
+    auto m = std::make_shared<EncoderDecoder>(small_config(scale), Init(weights, dtype));
     loss = [m](const Batch& b) {
       return cross_entropy(m->forward(b.src, b.tgt_in, b.src_pad), b.tgt_out, kPad);
     };
     model = m;
   } else {
-    auto m = std::make_shared<DecoderLM>(small_config(), Init(weights, dtype));
+    auto m = std::make_shared<DecoderLM>(small_config(scale), Init(weights, dtype));
     loss = [m](const Batch& b) { return cross_entropy(m->forward(b.tgt_in), b.tgt_out, kPad); };
     model = m;
   }
@@ -120,9 +121,10 @@ double distance(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(s);
 }
 
-void expect_same_training(const std::string& kind, DType dtype, double tol) {
-  SCOPED_TRACE(kind + " " + std::string(dtype_name(dtype)));
-  const Trace fused = train(kind, dtype, false), ref = train(kind, dtype, true);
+void expect_same_training(const std::string& kind, DType dtype, double tol,
+                          const std::string& scale = "inv_sqrt_dk") {
+  SCOPED_TRACE(kind + " " + std::string(dtype_name(dtype)) + " " + scale);
+  const Trace fused = train(kind, dtype, false, scale), ref = train(kind, dtype, true, scale);
   ASSERT_EQ(fused.losses.size(), static_cast<size_t>(kSteps));
   ASSERT_EQ(ref.names, fused.names);
   for (int64_t step = 0; step < kSteps; ++step) {
@@ -156,6 +158,14 @@ TEST(ReferencePath, EncoderDecoderTrainsAlikeBothWays) {
 TEST(ReferencePath, DecoderTrainsAlikeBothWays) {
   expect_same_training("decoder", DType::Float64, 1e-10);
   expect_same_training("decoder", DType::Float32, 1e-5);
+}
+
+// The scale modes with parameters or variants of their own, and two fixed ones.
+TEST(ReferencePath, EveryScaleModeTrainsAlikeBothWays) {
+  for (const char* scale : {"none", "inv_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+    expect_same_training("encdec", DType::Float64, 1e-10, scale);
+    expect_same_training("decoder", DType::Float32, 1e-5, scale);
+  }
 }
 
 }  // namespace

@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "nn/data/toy_tasks.h"
 #include "nn/io/checkpoint.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
-#include "nn/data/toy_tasks.h"
 #include "tensor/ops.h"
 
 namespace gradflow::nn {

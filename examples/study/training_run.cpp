@@ -1,0 +1,384 @@
+// One training run of the study (training_run.h): the model, its
+// optimisers, the loop with its evaluations, and the run's summary.
+//
+// Tasks (docs/study.md explains why these two):
+//   reverse  an encoder-decoder outputs its input backwards: each output
+//            position must find one input position (by position).
+//   recall   a decoder reads key-value pairs, then answers queries for the
+//            values of some keys (nn/data/recall_task.h): attention must be
+//            sharp and driven by content.
+#include "examples/study/training_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "autograd/ops.h"
+#include "examples/study/metrics.h"
+#include "examples/study/stats.h"
+#include "nn/data/recall_task.h"
+#include "nn/data/toy_tasks.h"
+#include "nn/init.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/optim/optim.h"
+#include "tensor/ops.h"
+
+namespace gradflow::study {
+
+namespace {
+
+// reverse: sequences of 2 to 8 symbols out of 8.
+nn::ToyTaskConfig reverse_task() {
+  return {.task = "reverse", .n_symbols = 8, .min_len = 2, .max_len = 8, .max_digits = 3};
+}
+
+struct Batch {
+  Tensor src, src_pad, input, target;  // src, src_pad only for reverse
+};
+
+Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen) {
+  if (task.task == "recall") {
+    nn::RecallBatch r = nn::make_recall_batch(task.recall, b, gen);
+    return {Tensor(), Tensor(), r.input, r.target};
+  }
+  nn::Seq2SeqBatch s = nn::make_batch(reverse_task(), b, gen);
+  return {s.src, s.src_pad, s.tgt_in, s.tgt_out};
+}
+
+// One model of either kind, with its attention layers and blocks named for
+// the logs, input side first.
+struct StudyModel {
+  std::unique_ptr<nn::Module> owner;
+  nn::EncoderDecoder* seq2seq = nullptr;
+  nn::DecoderLM* lm = nullptr;
+  std::vector<std::pair<std::string, nn::MultiHeadAttention*>> attention;
+  std::vector<std::pair<std::string, nn::Module*>> blocks;
+  nn::Linear* head = nullptr;
+
+  Variable forward(const Batch& b) const {
+    return seq2seq ? seq2seq->forward(b.src, b.input, b.src_pad) : lm->forward(b.input);
+  }
+};
+
+StudyModel build(const RunSpec& spec, Generator& gen) {
+  const TaskSetup& task = spec.task;
+  nn::ModelConfig c;
+  c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
+  c.head_dim = spec.key.d_k;
+  c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
+  c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
+  StudyModel m;
+  auto add_decoder = [&m](const nn::Decoder& decoder) {
+    for (size_t i = 0; i < decoder.layers.size(); ++i) {
+      const std::string name = "dec" + std::to_string(i);
+      m.attention.emplace_back(name + ".self", decoder.layers[i]->self_attn.get());
+      if (decoder.layers[i]->cross_attn)
+        m.attention.emplace_back(name + ".cross", decoder.layers[i]->cross_attn.get());
+      m.blocks.emplace_back(name, decoder.layers[i].get());
+    }
+  };
+  if (task.task == "reverse") {
+    c.vocab = nn::vocab_size(reverse_task());
+    c.max_len = std::max(nn::src_len(reverse_task()), nn::tgt_len(reverse_task()));
+    auto model = std::make_unique<nn::EncoderDecoder>(c, gen);
+    m.seq2seq = model.get();
+    for (size_t i = 0; i < model->encoder->layers.size(); ++i) {
+      const std::string name = "enc" + std::to_string(i);
+      m.attention.emplace_back(name + ".self", model->encoder->layers[i]->self_attn.get());
+      m.blocks.emplace_back(name, model->encoder->layers[i].get());
+    }
+    add_decoder(*model->decoder);
+    m.head = model->lm_head.get();
+    m.owner = std::move(model);
+  } else {
+    c.vocab = nn::recall_vocab_size(task.recall);
+    c.max_len = nn::recall_seq_len(task.recall);
+    auto model = std::make_unique<nn::DecoderLM>(c, gen);
+    m.lm = model.get();
+    add_decoder(*model->decoder);
+    m.head = model->lm_head.get();
+    m.owner = std::move(model);
+  }
+  for (auto& [name, a] : m.attention) apply_mode_init(*a, spec.key.mode);
+  if (spec.parametrization == Parametrization::MuP) nn::init::constant_(m.head->weight, 0);
+  return m;
+}
+
+// The optimisers: one AdamW for the standard parametrisation; for muP a
+// second one, at lr * base / width, for the hidden matrices and the output
+// layer. first.lr() is the run's learning rate either way.
+struct Optimisers {
+  std::unique_ptr<nn::AdamW> first, hidden;
+  double hidden_factor = 1;
+
+  void set_lr(double lr) {
+    first->set_lr(lr);
+    if (hidden) hidden->set_lr(lr * hidden_factor);
+  }
+  void zero_grad() {
+    first->zero_grad();
+    if (hidden) hidden->zero_grad();
+  }
+  void step() {
+    first->step();
+    if (hidden) hidden->step();
+  }
+};
+
+Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
+  Optimisers o;
+  auto adam = [&spec](std::vector<Variable> params) {
+    return std::make_unique<nn::AdamW>(std::move(params), spec.task.lr, 0.9, 0.98, 1e-9, 0.0);
+  };
+  if (spec.parametrization == Parametrization::Standard) {
+    o.first = adam(model.owner->parameters());
+    return o;
+  }
+  // muP: a matrix whose both sides grow with the width ("hidden"), or the
+  // output layer, learns at lr * base / width; the rest at lr.
+  std::vector<Variable> scaled, plain;
+  for (const auto& [name, p] : model.owner->named_parameters()) {
+    const bool matrix = p.ndim() == 2 && name.find("embed") == std::string::npos;
+    (matrix ? scaled : plain).push_back(p);
+  }
+  o.first = adam(plain);
+  o.hidden = adam(scaled);
+  o.hidden_factor = static_cast<double>(kMuPBaseWidth) / static_cast<double>(spec.task.d_model);
+  return o;
+}
+
+double frobenius(const Variable& w) {
+  return w.grad().defined() ? std::sqrt(sum(mul(w.grad(), w.grad())).item()) : 0.0;
+}
+
+// (right, scored) over the positions whose target is not PAD.
+std::pair<int64_t, int64_t> count_right(const Tensor& logits, const Tensor& target) {
+  std::vector<double> p = max(logits, -1).indices.to_vector(), t = target.to_vector();
+  int64_t right = 0, total = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == nn::kPadToken) continue;
+    right += p[i] == t[i];
+    ++total;
+  }
+  return {right, total};
+}
+
+// Whole sequences right by greedy decoding (reverse).
+double greedy_sequence_accuracy(const nn::EncoderDecoder& m, const std::vector<Batch>& eval) {
+  int64_t right = 0, seqs = 0;
+  for (const Batch& b : eval) {
+    Tensor out =
+        m.greedy_decode(b.src, b.src_pad, nn::kBosToken, nn::kEosToken, b.target.shape()[1]);
+    for (int64_t i = 0; i < b.target.shape()[0]; ++i, ++seqs) {
+      bool all = true;
+      for (int64_t t = 0; t < b.target.shape()[1] && all; ++t) {
+        const double want = b.target.at({i, t});
+        if (want == nn::kPadToken) break;
+        all = t < out.shape()[1] && out.at({i, t}) == want;
+      }
+      right += all;
+    }
+  }
+  return static_cast<double>(right) / static_cast<double>(std::max<int64_t>(seqs, 1));
+}
+
+// The attention layers' state after a backward: the probe of the forward
+// that was recorded and the gradients of W_Q, W_K, W_V.
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+                   std::vector<LayerRow>& out) {
+  for (const auto& [name, a] : model.attention) {
+    LayerRow row{key, step, name, a->d_k()};
+    AttentionStats st =
+        attention_stats(a->probe.weights.data(), a->probe.logits.data(), a->probe.mask);
+    row.max_logit = st.max_logit;
+    row.entropy_norm = st.entropy_norm;
+    row.grad_norm_wq = frobenius(a->q_proj->weight);
+    row.grad_norm_wk = frobenius(a->k_proj->weight);
+    row.grad_norm_wv = frobenius(a->v_proj->weight);
+    row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
+    out.push_back(row);
+  }
+}
+
+void record_blocks(const StudyModel& model, int64_t step, double loss, std::vector<BlockRow>& out) {
+  for (const auto& [name, block] : model.blocks) {
+    double squares = 0;
+    for (const Variable& p : block->parameters()) squares += std::pow(frobenius(p), 2);
+    out.push_back({step, name, loss, std::sqrt(squares)});
+  }
+}
+
+// Held-out loss and accuracy over the evaluation set.
+std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Batch>& eval) {
+  NoGradGuard no_grad;
+  double loss = 0, right = 0, total = 0;
+  for (const Batch& e : eval) {
+    Variable logits = model.forward(e);
+    loss += nn::cross_entropy(logits, e.target, nn::kPadToken).item();
+    auto [r, t] = count_right(logits.data(), e.target);
+    right += static_cast<double>(r), total += static_cast<double>(t);
+  }
+  return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
+}
+
+// The std of the unscaled q.k on a held-out batch, averaged over the layers:
+// the probe's logits divided by each layer's scale.
+double qk_std(const StudyModel& model, const Batch& batch) {
+  NoGradGuard no_grad;
+  for (auto& [name, a] : model.attention) a->record_probe = true;
+  model.forward(batch);
+  double total = 0;
+  for (auto& [name, a] : model.attention) {
+    const double s = a->scale.defined() ? a->scale.data().item() : a->scale_mode().value(a->d_k());
+    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(s);
+    a->record_probe = false;
+  }
+  return total / static_cast<double>(model.attention.size());
+}
+
+constexpr double kSpikeFloor = 0.1;  // nats
+
+// The run's summary from its evaluations (see FinalRow).
+void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {
+  FinalRow& f = out.final;
+  const std::vector<CurveRow>& c = out.curves;
+  const size_t last = std::max<size_t>(1, (c.size() + 5) / 10);  // the last 10%, at least one
+  double acc = 0, loss = 0;
+  for (size_t i = c.size() - std::min(last, c.size()); i < c.size(); ++i)
+    acc += c[i].eval_accuracy, loss += c[i].eval_loss;
+  f.final_accuracy = acc / static_cast<double>(std::min(last, c.size()));
+  f.final_loss = f.diverged ? NAN : loss / static_cast<double>(std::min(last, c.size()));
+  f.steps_to_90 = f.steps_to_99 = static_cast<double>(steps);
+  for (const CurveRow& r : c) {
+    if (!f.reached_90 && r.eval_accuracy >= 0.90)
+      f.reached_90 = true, f.steps_to_90 = static_cast<double>(r.step);
+    if (!f.reached_99 && r.eval_accuracy >= 0.99)
+      f.reached_99 = true, f.steps_to_99 = static_cast<double>(r.step);
+  }
+  double area = 0;  // trapezoids over the evaluation steps
+  for (size_t i = 1; i < c.size(); ++i)
+    area += 0.5 * (c[i].eval_loss + c[i - 1].eval_loss) *
+            static_cast<double>(c[i].step - c[i - 1].step);
+  f.loss_auc =
+      f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
+  // The smallest ratio among the layers at each of the last evaluations.
+  std::map<int64_t, double> smallest;
+  f.min_entropy = 1;
+  for (const LayerRow& r : out.layers) {
+    auto [it, fresh] = smallest.try_emplace(r.step, r.grad_ratio_qv);
+    if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
+    f.max_logit = std::max(f.max_logit, r.max_logit);
+    f.min_entropy = std::min(f.min_entropy, r.entropy_norm);
+    if (f.collapse_step < 0 && r.entropy_norm < kCollapsedEntropy) f.collapse_step = r.step;
+  }
+  double ratio = 0;
+  size_t counted = 0;
+  for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
+    ratio += it->second;
+  f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
+  const std::vector<bool> spikes = loss_spikes(train_losses);
+  size_t row = 0;
+  for (size_t step = 0; step < spikes.size(); ++step) {
+    while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
+    // Near zero loss, doubling is noise (0.002 -> 0.005): a spike must also
+    // pass kSpikeFloor.
+    if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
+    ++f.spikes;
+    if (f.first_spike_step < 0) f.first_spike_step = static_cast<int64_t>(step);
+    if (row < c.size()) out.curves[row].spike = true;
+  }
+}
+
+}  // namespace
+
+RunOutput train_one(const RunSpec& spec) {
+  const RunKey& key = spec.key;
+  const TaskSetup& task = spec.task;
+  // The same seeds for every mode, lr, warm-up and norm placement of a
+  // (task, d_k, d_model, seed): the same init, data and evaluation set.
+  const uint64_t base = (spec.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
+                        static_cast<uint64_t>(key.d_k) * 31 +
+                        static_cast<uint64_t>(task.d_model) * 104729 +
+                        (task.task == "reverse" ? 1 : 2);
+  Generator init(base), data(base + 100), eval_gen(base + 200);
+  StudyModel model = build(spec, init);
+  std::vector<Batch> eval;
+  for (int64_t left = spec.eval_examples; left > 0; left -= 128)
+    eval.push_back(make_study_batch(task, std::min<int64_t>(left, 128), eval_gen));
+  const int64_t steps = task.steps;
+  Optimisers opt = make_optimisers(spec, model);
+  const int64_t warmup = spec.warmup ? std::max<int64_t>(1, steps / 20) : 1;
+  RunOutput out;
+  out.final.run = key;
+  out.final.lr = task.lr;
+  out.final.steps = steps;
+  out.final.qk_std_init = qk_std(model, eval.front());
+  std::vector<double> train_losses;
+  for (int64_t step = 0; step <= steps; ++step) {
+    const bool eval_step = step % spec.eval_every == 0 || step == steps;
+    if (step == steps) {  // after the last update: one more evaluation
+      auto [eval_loss, eval_acc] = evaluate(model, eval);
+      out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
+      break;
+    }
+    check_stop();  // a run takes seconds: a stop signal need not wait for it
+    opt.set_lr(task.lr *
+               std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup)));
+    Batch b = make_study_batch(task, spec.batch, data);
+    // The probe (which takes the composed attention path) only where it is read.
+    for (auto& [name, a] : model.attention) a->record_probe = eval_step;
+    Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
+    train_losses.push_back(loss.item());
+    if (step == 0) out.final.initial_loss = train_losses.back();
+    if (!std::isfinite(train_losses.back())) {
+      out.final.diverged = true;
+      break;
+    }
+    opt.zero_grad();
+    loss.backward();
+    if (eval_step) {
+      record_layers(model, key, step, out.layers);
+      if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
+      auto [eval_loss, eval_acc] = evaluate(model, eval);
+      out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
+    }
+    std::vector<Variable> params = opt.first->params();
+    if (opt.hidden)
+      params.insert(params.end(), opt.hidden->params().begin(), opt.hidden->params().end());
+    nn::clip_grad_norm(params, 1.0);
+    opt.step();
+  }
+  if (!out.curves.empty()) summarise(out, steps, train_losses);
+  out.final.qk_std = out.final.diverged ? NAN : qk_std(model, eval.front());
+  if (model.seq2seq && !out.final.diverged)
+    out.final.seq_accuracy = greedy_sequence_accuracy(*model.seq2seq, eval);
+  return out;
+}
+
+std::vector<RunOutput> train_all(const std::string& part, const std::vector<RunSpec>& runs,
+                                 int threads, const ProgressFn& progress) {
+  auto cost = [](const RunSpec& r) {
+    return static_cast<double>(r.task.steps * r.task.layers) * static_cast<double>(r.task.d_model) *
+           static_cast<double>(r.key.d_k + r.task.d_model);
+  };
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cost(runs[a]) > cost(runs[b]); });
+  std::vector<RunOutput> outputs(runs.size());
+  run_jobs(
+      part, runs.size(), threads,
+      [&](size_t i) {
+        const auto start = std::chrono::steady_clock::now();
+        outputs[order[i]] = train_one(runs[order[i]]);
+        outputs[order[i]].final.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      },
+      progress);
+  return outputs;
+}
+
+}  // namespace gradflow::study
