@@ -15,9 +15,12 @@
 #                          and optionally float32 pad (B, T), 1 at padding;
 # and optionally gradflow's float32 loss and smoothed_loss (), the mean
 # cross-entropy without and with label smoothing 0.1.
-# tests/nn/rebuild_batch_writer.cpp writes such pairs for every case below:
+# tests/nn/rebuild_batch_writer.cpp (built with the tests) writes such pairs
+# for every case below:
 #   build/bin/rebuild_batch_writer /tmp/rebuild
 #   python3 docs/rebuild_in_pytorch.py /tmp/rebuild/decoder_lm.rope/{model,batch}.safetensors
+# with a python3 that has torch (Debian's python3-torch is /usr/bin/python3's;
+# a pyenv python3 earlier on PATH may have none).
 #
 # Prints the losses and the largest logit difference; exits with status 1
 # and one line on stderr when they differ by more than TOLERANCE (below).
