@@ -1,19 +1,52 @@
-# Rebuild a gradflow EncoderDecoder in PyTorch from docs/architecture.md only,
-# and compute the loss on a batch gradflow also scored. A worked example for
-# readers; not part of the build or the tests.
+# Rebuild a gradflow model in PyTorch from docs/architecture.md only, run it
+# on a batch gradflow also ran, and compare the two element-wise. A worked
+# example for readers, and a test: ctest runs it on a small model of each
+# kind and variant (the PyTorchRebuild.* tests, tests/CMakeLists.txt), when
+# a python3 with torch is found.
 #
 # Usage: python3 rebuild_in_pytorch.py MODEL.safetensors BATCH.safetensors
-# where BATCH holds int64 src, tgt_in, tgt_out, float32 src_pad and gradflow's
-# float32 logits. The model's options come from its metadata: positional
-# learned|rope, head_dim, norm pre|post, activation gelu|relu. Measured
-# (seq2seq default run, a batch of 32 reverse examples): gradflow loss
-# 0.0011614291, this script 0.00116143725; with label smoothing 0.1 both
-# 0.89122808; largest logit difference 5.7e-6 (float32).
-# With --positional rope: gradflow 0.00204602187, this script 0.00204602559,
-# largest logit difference 6.3e-6.
-import sys
-import json, math, struct, torch, torch.nn.functional as F
-def load(path):
+# MODEL is a gradflow model.safetensors: an EncoderDecoder (seq2seq) or a
+# DecoderLM (charlm), told apart by its parameter names; its options come
+# from its metadata: positional learned|rope, head_dim, norm pre|post,
+# activation gelu|relu. BATCH holds gradflow's float32 logits (B, T, V) and
+#   for an EncoderDecoder: int64 src (B, S), tgt_in, tgt_out (B, T) and
+#                          float32 src_pad (B, S), 1 at padding;
+#   for a DecoderLM:       int64 ids, targets (B, T), -100 where not scored,
+#                          and optionally float32 pad (B, T), 1 at padding;
+# and optionally gradflow's float32 loss and smoothed_loss (), the mean
+# cross-entropy without and with label smoothing 0.1.
+# tests/nn/rebuild_batch_writer.cpp (built with the tests) writes such pairs
+# for every case below:
+#   build/bin/rebuild_batch_writer /tmp/rebuild
+#   python3 docs/rebuild_in_pytorch.py /tmp/rebuild/decoder_lm.rope/{model,batch}.safetensors
+# with a python3 that has torch (Debian's python3-torch is /usr/bin/python3's;
+# a pyenv python3 earlier on PATH may have none).
+#
+# Prints the losses and the largest logit difference; exits with status 1
+# and one line on stderr when they differ by more than TOLERANCE (below).
+# Measured with PyTorch 1.13.1 on the writer's models (2 layers, C = 32,
+# H = 4, trained 200 steps on reversal; 16 sequences of up to 9 or 18
+# tokens), gradflow in Release on an AVX-512 machine: the largest |logit
+# difference|, with the largest |logit| beside it.
+#                   learned           rope              post-LN, relu, D = 12
+#   EncoderDecoder  4.6e-6 of 11.5    1.0e-5 of 9.36    6.7e-6 of 10.0
+#   DecoderLM       1.2e-5 of 12.9    8.3e-6 of 9.67    6.7e-6 of 9.41
+# The losses agree to 2e-7 or better (e.g. 0.0123668956 and 0.0123669542).
+import json, math, struct, sys
+import torch, torch.nn.functional as F
+
+# The tolerance. float32 keeps 24 bits, 6e-8 of a value, and PyTorch and
+# gradflow add the same products in different orders (BLAS blocking, fused
+# kernels), so logits after a few layers of sums over C or F terms differ by
+# about 1e-6 of their largest magnitude (above: at most 1.2e-5 at 12.9). A
+# mistake moves them by much more, on the writer's trained models:
+# 1/sqrt(D + 1) for 1/sqrt(D) by 0.28 to 0.76, RoPE's base 1000 for 10000 by
+# 5.3, the tanh GELU for the exact one by 1.6e-3 to 5.4e-3. 1e-4 of the
+# largest |logit| (at least 1) leaves rounding about 100x room and catches
+# all three; the losses are held to the same bound.
+TOLERANCE = 1e-4
+
+def load(path):  # safetensors: u64 header length, JSON header, then the data
     raw = open(path, "rb").read(); n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n]); data = raw[8 + n:]; out = {}
     dt = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64}
@@ -22,6 +55,8 @@ def load(path):
         b, e = v["data_offsets"]
         out[k] = torch.frombuffer(bytearray(data[b:e]), dtype=dt[v["dtype"]]).reshape(v["shape"])
     return out, header.get("__metadata__", {})
+def fail(message): sys.exit(f"rebuild_in_pytorch: {message}")
+if len(sys.argv) != 3: fail("usage: python3 rebuild_in_pytorch.py MODEL.safetensors BATCH.safetensors")
 W, meta = load(sys.argv[1])
 B, _ = load(sys.argv[2])
 H = int(meta["config.heads"])
@@ -30,7 +65,11 @@ HEAD_DIM = int(meta.get("config.head_dim", "0"))  # 0: C / H
 ROPE = meta.get("config.positional", "learned") == "rope"
 POST_LN = meta.get("config.norm", "post" if meta.get("config.pre_ln") == "false" else "pre") == "post"
 ACT = F.relu if meta.get("config.activation") == "relu" else F.gelu
-assert meta.get("config.scale", "inv_sqrt_dk") == "inv_sqrt_dk" and meta.get("config.positional") != "sinusoidal"
+if meta.get("config.scale", "inv_sqrt_dk") != "inv_sqrt_dk" or meta.get("config.positional") == "sinusoidal":
+    fail("only scale inv_sqrt_dk and learned or rope positions are rebuilt here")
+ENCODER_DECODER = "encoder.layers.0.self_attn.q_proj.weight" in W  # else a DecoderLM: no encoder
+if "lm_head.weight" not in W or "decoder.layers.0.self_attn.q_proj.weight" not in W:
+    fail(f"{sys.argv[1]} is neither an EncoderDecoder nor a DecoderLM")
 def lin(x, p): return x @ W[p + ".weight"].T + W[p + ".bias"]
 def ln(x, p): return F.layer_norm(x, x.shape[-1:], W[p + ".weight"], W[p + ".bias"], 1e-5)
 def rope(x):  # x (B, H, T, D): pair (2i, 2i+1) at position p turns by p * 10000^(-2i/D)
@@ -39,7 +78,7 @@ def rope(x):  # x (B, H, T, D): pair (2i, 2i+1) at position p turns by p * 10000
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     x0, x1 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
-def attn(x, mem, p, mask, turn):
+def attn(x, mem, p, mask, turn):  # mask True = hidden; every row must see a key (else NaN here, 0 in gradflow)
     b, t, c = x.shape; s = mem.shape[1]; d = HEAD_DIM or c // H
     q = lin(x, p + ".q_proj").view(b, t, H, d).transpose(1, 2)
     k = lin(mem, p + ".k_proj").view(b, s, H, d).transpose(1, 2)
@@ -52,23 +91,49 @@ def attn(x, mem, p, mask, turn):
 def ff(x, p): return lin(ACT(lin(x, p + ".fc1")), p + ".fc2")
 def sub(x, norm, f): return ln(x + f(x), norm) if POST_LN else x + f(ln(x, norm))  # one residual sublayer
 def embed(ids): return W["embed.token.weight"][ids] + (0 if ROPE else W["embed.position.weight"][: ids.shape[1]])
-src, tgt_in, tgt_out, pad = B["src"], B["tgt_in"], B["tgt_out"], B["src_pad"].bool()
-key_mask = pad[:, None, None, :]
-x = embed(src)
-for i in range(LAYERS):
-    p = f"encoder.layers.{i}"
-    x = sub(x, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", key_mask, ROPE))
-    x = sub(x, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
-mem = x
-y = embed(tgt_in); T = y.shape[1]
-causal = torch.ones(T, T, dtype=torch.bool).triu(1)
-for i in range(LAYERS):
-    p = f"decoder.layers.{i}"
-    y = sub(y, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", causal, ROPE))
-    y = sub(y, p + ".cross_attn_norm", lambda h: attn(h, mem, p + ".cross_attn", key_mask, False))  # no rope across sequences
-    y = sub(y, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
+def causal(t): return torch.ones(t, t, dtype=torch.bool).triu(1)  # query i hides keys j > i
+def encoder(x, mask):
+    for i in range(LAYERS):
+        p = f"encoder.layers.{i}"
+        x = sub(x, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, ROPE))
+        x = sub(x, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
+    return x
+def decoder(y, mask, mem=None, mem_mask=None):  # with mem, each layer cross-attends to it
+    for i in range(LAYERS):
+        p = f"decoder.layers.{i}"
+        y = sub(y, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, ROPE))
+        if mem is not None:  # no rope across sequences
+            y = sub(y, p + ".cross_attn_norm", lambda h: attn(h, mem, p + ".cross_attn", mem_mask, False))
+        y = sub(y, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
+    return y
+if ENCODER_DECODER:
+    src, tgt_in = B["src"], B["tgt_in"]
+    key_mask = B["src_pad"].bool()[:, None, None, :]  # (B, 1, 1, S): padded source keys hidden
+    mem = encoder(embed(src), key_mask)
+    y = decoder(embed(tgt_in), causal(tgt_in.shape[1]), mem, key_mask)
+    targets, ignore = B["tgt_out"], 0  # PAD = 0 carries no loss
+else:
+    ids = B["ids"]; mask = causal(ids.shape[1])
+    if "pad" in B: mask = mask | B["pad"].bool()[:, None, None, :]  # (B, 1, T, T)
+    y = decoder(embed(ids), mask)
+    targets, ignore = B["targets"], -100
 logits = lin(ln(y, "final_norm"), "lm_head")
 V = logits.shape[-1]
-loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=0)
-smooth = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=0, label_smoothing=0.1)
-print(f"pytorch loss {loss.item():.9g} smoothed {smooth.item():.9g}  max |logit diff| {(logits - B['logits']).abs().max().item():.3g}")
+def cross_entropy(eps): return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=ignore, label_smoothing=eps)
+loss, smoothed = cross_entropy(0.0), cross_entropy(0.1)
+
+def check(what, ours, theirs):  # -> largest |difference| and the scale, or exit 1 naming it
+    if ours.shape != theirs.shape: fail(f"{what}: shape {tuple(ours.shape)}, gradflow's {tuple(theirs.shape)}")
+    diff, scale = (ours - theirs).abs().max().item(), max(1.0, theirs.abs().max().item())
+    if not diff <= TOLERANCE * scale:  # also catches NaN
+        fail(f"{what}: PyTorch's and gradflow's differ by up to {diff:.3g}, above {TOLERANCE:g} x {scale:.3g} ({sys.argv[1]})")
+    return diff, scale
+kind = "EncoderDecoder" if ENCODER_DECODER else "DecoderLM"
+options = f"{'rope' if ROPE else 'learned'}, {'post' if POST_LN else 'pre'}-LN, {ACT.__name__}, head_dim {HEAD_DIM or 'C/H'}"
+diff, scale = check("logits", logits, B["logits"])
+for name, ours in (("loss", loss), ("smoothed_loss", smoothed)):  # gradflow's, if the batch has them
+    if name in B: check(name, ours, B[name])
+print(f"{kind} ({options})")
+for name, ours in (("loss", loss), ("smoothed_loss", smoothed)):
+    print(f"  {name:14} pytorch {ours.item():.9g}" + (f", gradflow {B[name].item():.9g}" if name in B else ""))
+print(f"  largest |logit difference| {diff:.2g} (max |logit| {scale:.3g}, tolerance {TOLERANCE * scale:.2g})")
