@@ -4,6 +4,7 @@
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
 #include "tensor/map.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

@@ -11,6 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/reference.h"
 #include "tensor/kernels/attention.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

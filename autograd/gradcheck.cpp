@@ -7,6 +7,7 @@
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
 #include "tensor/random.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

@@ -8,6 +8,7 @@
 #include "autograd/reference.h"
 #include "tensor/elementwise.h"
 #include "tensor/matmul.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

@@ -3,6 +3,7 @@
 #include "tensor/matmul.h"
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

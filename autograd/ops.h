@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "tensor/reduce.h"
 
 namespace gradflow {
 

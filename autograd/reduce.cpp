@@ -1,5 +1,6 @@
 // Reductions. The gradient of a sum is the output gradient spread back over
 // the reduced axes: an expanded view (stride 0), so nothing is copied here.
+#include "tensor/reduce.h"
 #include "autograd/ops.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"

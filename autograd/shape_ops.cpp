@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

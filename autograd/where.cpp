@@ -2,6 +2,7 @@
 #include "autograd/ops.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 
 namespace gradflow {
 

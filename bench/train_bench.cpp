@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "autograd/data_parallel.h"
+#include "autograd/ops.h"
 #include "autograd/reference.h"
 #include "examples/common/args.h"
 #include "examples/common/memory_estimate.h"

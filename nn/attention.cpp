@@ -1,5 +1,7 @@
 #include "nn/attention.h"
 
+#include "autograd/ops.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "autograd/variable.h"
 #include "nn/attention_variant.h"
 #include "nn/linear.h"
 #include "nn/masks.h"

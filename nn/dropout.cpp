@@ -1,5 +1,7 @@
 #include "nn/dropout.h"
 
+#include "autograd/ops.h"
+
 #include "autograd/data_parallel.h"
 #include "nn/layer_checks.h"
 #include "tensor/creation.h"

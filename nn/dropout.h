@@ -1,7 +1,7 @@
 // Dropout, seeded.
 #pragma once
 
-#include "autograd/ops.h"
+#include "autograd/variable.h"
 #include "nn/module.h"
 #include "tensor/random.h"
 

@@ -1,5 +1,7 @@
 #include "nn/embedding.h"
 
+#include "autograd/ops.h"
+
 #include "nn/layer_checks.h"
 #include "tensor/creation.h"
 

@@ -1,5 +1,7 @@
 #include "nn/generate.h"
 
+#include "autograd/ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>

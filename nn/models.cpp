@@ -6,6 +6,7 @@
 #include "tensor/elementwise.h"
 #include "tensor/index.h"
 #include "tensor/map.h"
+#include "tensor/reduce.h"
 
 namespace gradflow::nn {
 

@@ -1,5 +1,6 @@
 #include "nn/norm.h"
 
+#include "autograd/ops.h"
 #include "nn/layer_checks.h"
 #include "tensor/creation.h"
 
@@ -17,6 +18,8 @@ LayerNorm::LayerNorm(int64_t dim, LayerNormOptions options, Init init)
   bias = register_parameter("bias", zeros({dim}, init.dtype));
 }
 
+Variable LayerNorm::forward(const Variable& x) const { return layer_norm(x, weight, bias, eps_); }
+
 std::string LayerNorm::describe() const {
   return "LayerNorm(" + std::to_string(dim_) + ", eps=" + std::to_string(eps_) + ")";
 }
@@ -25,6 +28,8 @@ RMSNorm::RMSNorm(int64_t dim, RMSNormOptions options, Init init) : dim_(dim), ep
   check_positive("RMSNorm", dim, "dim");
   weight = register_parameter("weight", ones({dim}, init.dtype));
 }
+
+Variable RMSNorm::forward(const Variable& x) const { return rms_norm(x, weight, eps_); }
 
 std::string RMSNorm::describe() const { return "RMSNorm(" + std::to_string(dim_) + ")"; }
 

@@ -1,7 +1,7 @@
 // LayerNorm and RMSNorm over the last axis, as functions and as layers.
 #pragma once
 
-#include "autograd/ops.h"
+#include "autograd/variable.h"
 #include "nn/module.h"
 #include "tensor/random.h"
 
@@ -14,19 +14,16 @@ struct RMSNormOptions {
   double eps = 1e-6;
 };
 
-// (x - mean) / sqrt(var + eps) * weight + bias over the last axis, with the
-// biased variance (as PyTorch): the fused autograd op (autograd/norm.cpp).
-// A using-declaration, not a wrapper: a second function of the same
-// signature here would make every call with Variables ambiguous, since
-// argument-dependent lookup also finds gradflow::layer_norm.
-using gradflow::layer_norm;
+// LayerNorm computes (x - mean) / sqrt(var + eps) * weight + bias over the
+// last axis, with the biased variance (as PyTorch): the fused autograd op
+// gradflow::layer_norm (autograd/ops.h, autograd/norm.cpp).
 // x / sqrt(mean(x^2) + eps) * weight over the last axis.
 Variable rms_norm(const Variable& x, const Variable& weight, double eps);
 
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, LayerNormOptions options = {}, Init init = {});
-  Variable forward(const Variable& x) const { return layer_norm(x, weight, bias, eps_); }
+  Variable forward(const Variable& x) const;
   std::string describe() const override;
   Variable weight, bias;
 
@@ -38,7 +35,7 @@ class LayerNorm : public Module {
 class RMSNorm : public Module {
  public:
   explicit RMSNorm(int64_t dim, RMSNormOptions options = {}, Init init = {});
-  Variable forward(const Variable& x) const { return rms_norm(x, weight, eps_); }
+  Variable forward(const Variable& x) const;
   std::string describe() const override;
   Variable weight;
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/ops.h"
 #include "nn/layer_checks.h"
 #include "tensor/creation.h"
 

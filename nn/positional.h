@@ -3,7 +3,7 @@
 // dtype; the initial values' distributions are in init.h).
 #pragma once
 
-#include "autograd/ops.h"
+#include "autograd/variable.h"
 #include "nn/module.h"
 #include "tensor/random.h"
 

@@ -1,5 +1,7 @@
 #include "nn/qk_norm.h"
 
+#include "autograd/ops.h"
+
 namespace gradflow::nn {
 
 QkNorm::QkNorm(int64_t head_dim, LayerNormOptions options, Init init) {

@@ -1,5 +1,7 @@
 #include "nn/transformer.h"
 
+#include "autograd/ops.h"
+
 namespace gradflow::nn {
 
 std::string norm_placement_name(NormPlacement placement) {

@@ -8,8 +8,6 @@
 
 namespace gradflow {
 
-using Axes = std::vector<int64_t>;  // empty means every axis
-
 Tensor sum(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
 Tensor mean(const Tensor& a, const Axes& axes = {}, bool keepdim = false);
 // Variance with Bessel's correction by default (divide by n - correction).

@@ -11,6 +11,7 @@ namespace gradflow {
 
 using Shape = std::vector<int64_t>;    // sizes, outermost first
 using Strides = std::vector<int64_t>;  // in elements, not bytes
+using Axes = std::vector<int64_t>;     // axes to reduce over; empty means every axis
 
 int64_t numel_of(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);

@@ -1,10 +1,11 @@
-// Links against the installed package (gradflow::nn brings autograd and
-// tensor) and takes one gradient through a layer.
-#include <cstdio>
+// Builds against the installed package, as the README's "Use gradflow in
+// your project" says: one gradient through a layer, checked by hand, then a
+// wrong call, which must arrive as a gradflow::Error of one line.
+#include <gradflow/gradflow.h>
+#include <gradflow/nn/linear.h>  // one header on its own works too
 
-#include "autograd/ops.h"
-#include "nn/linear.h"
-#include "tensor/ops.h"
+#include <cstdio>
+#include <string>
 
 int main() {
   using namespace gradflow;
@@ -14,7 +15,17 @@ int main() {
   sum(layer.forward(x)).backward();
   // d/dx sum(x W^T + b) = the column sums of W.
   Tensor expected = sum(layer.weight.data(), {0});
-  bool ok = x.grad().to_vector() == expected.to_vector();
-  std::printf("consumer: gradient through an installed nn::Linear %s\n", ok ? "ok" : "WRONG");
-  return ok ? 0 : 1;
+  const bool grad_ok = x.grad().to_vector() == expected.to_vector();
+  std::printf("consumer: gradient through an installed nn::Linear %s\n", grad_ok ? "ok" : "WRONG");
+
+  std::string message;
+  try {
+    layer.forward(Variable(zeros({1, 4})));  // 4 features into a layer built for 3
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const bool error_ok = !message.empty() && message.find('\n') == std::string::npos;
+  std::printf("consumer: a wrong shape %s: %s\n", error_ok ? "reads" : "is NOT reported as",
+              message.c_str());
+  return grad_ok && error_ok ? 0 : 1;
 }
