@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/number_text.h"
 #include "examples/common/training.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
@@ -129,8 +130,8 @@ int run(int argc, char** argv) {
             << config.heads << ", layers " << config.layers << ", d_ff " << config.d_ff
             << ", scale " << config.scale.name() << ")\n"
             << "  " << flags.steps << " steps of " << flags.batch << " examples, "
-            << schedule.describe() << "; " << n_eval << " held-out examples; output in "
-            << flags.out << "\n"
+            << schedule.describe(cli::number_text) << "; " << n_eval
+            << " held-out examples; output in " << flags.out << "\n"
             << std::flush;
 
   LoopOptions loop = loop_options(flags);
