@@ -156,6 +156,35 @@ TEST_F(ProgramsTest, RecallShowsHeldOutSequencesWithTheModelsAnswers) {
   EXPECT_EQ(shown, 3u) << r.out;
 }
 
+// seq2seq's --steps defaults by task (addition needs many more than copy),
+// and --help says so. A resumed run keeps the steps its checkpoint holds.
+TEST_F(ProgramsTest, Seq2seqStepsDefaultByTaskAndResumeKeepsThem) {
+  Result help = run(kSeq2seq, {"--help"});
+  EXPECT_NE(help.out.find("(default: 200 for copy, 400 for reverse, 600 for sort, 3000 for "
+                          "addition; >= 1"),
+            std::string::npos)
+      << help.out;
+  const std::string out = path("copy");
+  Result r = run(kSeq2seq, kTiny,
+                 {"--task", "copy", "--max-len", "4", "--eval-every", "0", "--eval-examples", "8",
+                  "--show", "0", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  200 steps of 8 examples, cosine(peak_lr=0.003, warmup_steps=40, "
+                       "total_steps=200, min_lr=0.0003)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(lines(read(out + "/log.csv")), 201u);
+  EXPECT_EQ(
+      nn::metadata_value(nn::load_safetensors(out + "/model.safetensors").metadata, "flag.--steps"),
+      "200");
+  r = run(kSeq2seq, {"--resume", out, "--eval-examples", "8", "--show", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("already at step 200 of 200"), std::string::npos) << r.err;
+  r = run(kSeq2seq, {"--resume", out, "--steps", "205", "--eval-examples", "8", "--show", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines(read(out + "/log.csv")), 206u);
+}
+
 // --head-dim sets d_k in every attention layer, cross-attention included:
 // with d_model 64, 2 heads of 16, each q_proj maps 64 to 32.
 TEST_F(ProgramsTest, HeadDimReachesEveryAttentionLayer) {
