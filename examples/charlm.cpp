@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/number_text.h"
 #include "examples/common/training.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/text_corpus.h"
@@ -152,7 +153,7 @@ int run(int argc, char** argv) {
             << ", layers " << config.layers << ", d_ff " << config.d_ff << ", context "
             << config.max_len << ", scale " << config.scale.name() << ")\n"
             << "  " << flags.steps << " steps of " << flags.batch << " windows, "
-            << schedule.describe() << "; output in " << flags.out << "\n"
+            << schedule.describe(cli::number_text) << "; output in " << flags.out << "\n"
             << std::flush;
 
   // Mean loss of eval_batches fixed windows of a split, drawn from a
@@ -202,7 +203,7 @@ int run(int argc, char** argv) {
     std::printf("%lld steps skipped for non-finite values\n",
                 static_cast<long long>(result.skipped));
   if (sample_tokens > 0)
-    std::printf("sample (temperature %g, top-k %lld):\n%s\n", temperature,
+    std::printf("sample (temperature %s, top-k %lld):\n%s\n", cli::number_text(temperature).c_str(),
                 static_cast<long long>(top_k),
                 sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
   std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/number_text.h"
 #include "examples/common/training.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -136,8 +137,8 @@ int run(int argc, char** argv) {
             << ", layers " << config.layers << ", d_ff " << config.d_ff << ", scale "
             << config.scale.name() << ")\n"
             << "  " << flags.steps << " steps of " << flags.batch << " examples, "
-            << schedule.describe() << "; " << eval_examples << " held-out examples; output in "
-            << flags.out << "\n"
+            << schedule.describe(cli::number_text) << "; " << eval_examples
+            << " held-out examples; output in " << flags.out << "\n"
             << std::flush;
 
   LoopOptions loop = loop_options(flags);

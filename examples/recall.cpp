@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/number_text.h"
 #include "examples/common/training.h"
 #include "nn/data/recall_task.h"
 #include "nn/loss.h"
@@ -180,8 +181,8 @@ int run(int argc, char** argv) {
             << config.heads << ", layers " << config.layers << ", d_ff " << config.d_ff
             << ", scale " << config.scale.name() << ")\n"
             << "  " << flags.steps << " steps of " << flags.batch << " sequences, "
-            << schedule.describe() << "; " << eval_examples << " held-out sequences; output in "
-            << flags.out << "\n"
+            << schedule.describe(cli::number_text) << "; " << eval_examples
+            << " held-out sequences; output in " << flags.out << "\n"
             << std::flush;
 
   LoopOptions loop = loop_options(flags);

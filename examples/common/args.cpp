@@ -246,6 +246,13 @@ bool ArgParser::seen(std::string_view name) const {
   return o->seen();
 }
 
+void ArgParser::set_default_text(std::string_view name, std::string text) {
+  detail::OptionBase* o = find(name);
+  if (o == nullptr)
+    throw std::logic_error("ArgParser: set_default_text() of unknown option " + std::string(name));
+  o->set_default_text(std::move(text));
+}
+
 void ArgParser::parse(int argc, const char* const* argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);

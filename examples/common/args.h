@@ -79,6 +79,7 @@ class OptionBase {
   Kind kind() const { return kind_; }
   const std::string& metavar() const { return metavar_; }
   const std::string& default_text() const { return default_text_; }
+  void set_default_text(std::string text) { default_text_ = std::move(text); }
   bool is_required() const { return required_; }
   bool seen() const { return seen_; }
   void mark_seen() { seen_ = true; }
@@ -254,6 +255,10 @@ class ArgParser {
   // Whether the option appeared on the command line, e.g. to let --full
   // change --steps only when --steps was not given.
   bool seen(std::string_view name) const;
+  // What --help shows as the option's default, for one that another option
+  // sets ("200 for copy, ..., 3000 for addition": seq2seq's --steps, by --task).
+  // Throws std::logic_error for an unknown name.
+  void set_default_text(std::string_view name, std::string text);
 
  private:
   template <class T>

@@ -143,47 +143,53 @@ std::string Progress::rate_text(double per_second) const {
   return buf + options_.units + "/s";
 }
 
-std::string Progress::stats(int64_t step, double now, bool compact) const {
+std::string Progress::stats(int64_t step, double now, Stats form) const {
   const double elapsed = now - start_time_, per_second = rate(step, now);
   const double eta = step == total_ ? 0.0 : static_cast<double>(total_ - step) / per_second;
   // Rounded down, so "100%" only ever means done; double so huge totals cannot overflow.
   auto percent =
       static_cast<int64_t>(100.0 * static_cast<double>(step) / static_cast<double>(total_));
   if (step < total_) percent = std::min<int64_t>(percent, 99);
-  return std::to_string(step) + "/" + std::to_string(total_) + " " + std::to_string(percent) +
-         "%  " + rate_text(per_second) + "  " + (compact ? "" : "elapsed ") +
-         format_duration(elapsed) + (compact ? " eta " : "  eta ") + format_duration(eta);
+  std::string out =
+      std::to_string(step) + "/" + std::to_string(total_) + " " + std::to_string(percent) + "%  ";
+  if (form != Stats::kShortest) out += rate_text(per_second) + "  ";
+  if (form == Stats::kPlain) out += "elapsed " + format_duration(elapsed) + "  ";
+  if (form == Stats::kCompact) out += format_duration(elapsed) + " ";
+  return out + "eta " + format_duration(eta);
 }
 
 std::string Progress::bar_line(double now) const {
   // The caller's first field (the loss) matters more than the bar, and the
   // bar more than the other fields (an evaluation's, also printed as a note
-  // of their own): on a narrow terminal the bar shrinks to its minimum, then
-  // the last fields go; only if the first field does not fit beside the
-  // smallest bar does the bar go and the line get cut.
-  const std::string stats_text = stats(step_, now, /*compact=*/true);
+  // of their own) and than the elapsed time and the rate: on a narrow
+  // terminal the bar shrinks to its minimum, then the last fields go, then
+  // the elapsed time, then the rate; only if the first field does not fit
+  // beside the smallest bar even so does the bar go and the line get cut.
   const size_t w = width(), brackets = 3;  // "[", "] "
-  auto with = [&](std::string_view text) {
-    std::string s = stats_text;
+  auto with = [](std::string s, std::string_view text) {
     if (!text.empty()) s.append(kFieldSeparator).append(text);
     return s;
   };
-  std::string_view text = text_;
-  while (brackets + kMinBarWidth + with(text).size() > w) {
-    const size_t last = text.rfind(kFieldSeparator);
-    if (last == std::string_view::npos) break;
-    text = text.substr(0, last);
+  for (Stats form : {Stats::kCompact, Stats::kShort, Stats::kShortest}) {
+    const std::string stats_text = stats(step_, now, form);
+    std::string_view text = text_;
+    while (brackets + kMinBarWidth + with(stats_text, text).size() > w) {
+      const size_t last = text.rfind(kFieldSeparator);
+      if (last == std::string_view::npos) break;
+      text = text.substr(0, last);
+    }
+    const std::string s = with(stats_text, text);
+    if (brackets + kMinBarWidth + s.size() > w) continue;
+    const size_t bar = std::min(kBarWidth, w - s.size() - brackets);
+    auto filled = static_cast<size_t>(static_cast<double>(bar) * static_cast<double>(step_) /
+                                      static_cast<double>(total_));
+    // Built with append: g++ 12 at -O3 warns falsely (-Wrestrict) on a chain of
+    // string operator+ here.
+    std::string line = "[";
+    line.append(filled, '#').append(bar - filled, '-').append("] ").append(s);
+    return line;
   }
-  const std::string s = with(text);
-  const size_t bar = std::min(kBarWidth, w > s.size() + brackets ? w - s.size() - brackets : 0);
-  if (bar < kMinBarWidth) return fit(with(text_), w);
-  auto filled = static_cast<size_t>(static_cast<double>(bar) * static_cast<double>(step_) /
-                                    static_cast<double>(total_));
-  // Built with append: g++ 12 at -O3 warns falsely (-Wrestrict) on a chain of
-  // string operator+ here.
-  std::string line = "[";
-  line.append(filled, '#').append(bar - filled, '-').append("] ").append(s);
-  return line;
+  return fit(with(stats(step_, now, Stats::kCompact), text_), w);
 }
 
 void Progress::draw(double now) {
@@ -193,7 +199,7 @@ void Progress::draw(double now) {
 }
 
 void Progress::print_plain(double now) {
-  out_ << options_.unit << ' ' << stats(step_, now, /*compact=*/false)
+  out_ << options_.unit << ' ' << stats(step_, now, Stats::kPlain)
        << (text_.empty() ? "" : kFieldSeparator) << text_ << '\n'
        << std::flush;
   last_output_ = now;

@@ -6,8 +6,10 @@
 // It never wraps. When the window is too narrow the bar shrinks (to 10
 // columns), then the caller's text loses its last fields (runs of text
 // separated by two spaces, "loss 1.2  val_loss 1.5  acc 0.9": the first is
-// kept), and only when even its first field does not fit beside the smallest
-// bar does the bar go and the line get cut.
+// kept), then the elapsed time and then the rate go, and only when even the
+// first field does not fit beside the smallest bar does the bar go and the
+// line get cut. So on 80 columns the bar and the loss show even for a run
+// of days.
 // Anywhere else (a log file, a pipe, CI) a plain line without '\r' or escape
 // codes is printed every 10 seconds or every 10% of the run, whichever comes
 // first, and always at the last step, so logs stay readable and small:
@@ -84,10 +86,14 @@ class Progress {
   bool is_tty() const { return tty_; }
 
  private:
-  // "500/1500 33%  12.3 steps/s  elapsed 40s  eta 1m21s", without the
-  // caller's text; compact drops "elapsed" to leave the terminal's width for
-  // the bar and the text.
-  std::string stats(int64_t step, double now, bool compact) const;
+  // The counts without the caller's text, in ever shorter forms that leave
+  // a terminal's width for the bar and the text:
+  //   kPlain     "500/1500 33%  12.3 steps/s  elapsed 40s  eta 1m21s"
+  //   kCompact   "500/1500 33%  12.3 steps/s  40s eta 1m21s"
+  //   kShort     "500/1500 33%  12.3 steps/s  eta 1m21s"
+  //   kShortest  "500/1500 33%  eta 1m21s"
+  enum class Stats { kPlain, kCompact, kShort, kShortest };
+  std::string stats(int64_t step, double now, Stats form) const;
   // "12.3 steps/s", "4.0 s/step", or "-- steps/s" while unknown.
   std::string rate_text(double per_second) const;
   // Units per second since the start, NaN until it means something.

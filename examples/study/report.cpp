@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "examples/common/number_text.h"
 #include "examples/study/full_analysis.h"
 #include "examples/study/summary.h"
 #include "examples/study/verdicts.h"
@@ -107,7 +108,7 @@ void part_b_section(std::ostringstream& md, const RunInfo& info,
     md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
        << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
        << ", one head of size d_k, " << (info.part_b.steps > 0 ? info.part_b.steps : t.steps)
-       << " steps, lr " << t.lr;
+       << " steps, lr " << cli::number_text(t.lr);
     if (t.task == "recall")
       md << "; " << t.recall.pairs << " key-value pairs from " << t.recall.n_keys << " keys and "
          << t.recall.n_values << " values, then " << t.recall.queries << " queries";

@@ -17,7 +17,7 @@ void check_rate(std::string_view op, std::string_view what, double v) {
 }
 
 // The shortest text that reads back as exactly v.
-std::string number(double v) {
+std::string exact_number(double v) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
   return std::string(buf, end);
@@ -96,7 +96,8 @@ double LrSchedule::lr_at(int64_t step) const {
   return lr_;
 }
 
-std::string LrSchedule::describe() const {
+std::string LrSchedule::describe(NumberText number) const {
+  if (number == nullptr) number = exact_number;
   switch (kind_) {
     case Kind::kConstant:
       return "constant(lr=" + number(lr_) + ")";

@@ -55,9 +55,12 @@ class LrSchedule {
   // REQUIRES: step >= 0 (throws Error otherwise).
   double lr_at(int64_t step) const;
 
-  // The name and every argument, numbers in their shortest exact form, e.g.
-  // "cosine(peak_lr=0.0003, warmup_steps=100, total_steps=2000, min_lr=0)".
-  std::string describe() const;
+  // The name and every argument, e.g.
+  // "cosine(peak_lr=0.0003, warmup_steps=100, total_steps=2000, min_lr=0)", with the numbers
+  // written by `number`, by default in their shortest exact form. A program printing it for
+  // people passes a rounding one: lr / 10 is 0.00030000000000000003 for lr = 0.003.
+  using NumberText = std::string (*)(double);
+  std::string describe(NumberText number = nullptr) const;
 
  private:
   enum class Kind { kConstant, kCosine, kNoam };

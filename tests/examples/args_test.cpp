@@ -200,6 +200,19 @@ TEST(ArgParser, HelpListsEveryOptionWithItsDefault) {
     EXPECT_NE(help.find(part), std::string::npos) << "missing \"" << part << "\" in\n" << help;
 }
 
+// A default another option decides is described in words; the value
+// itself is unchanged.
+TEST(ArgParser, HelpShowsADefaultTextGivenForIt) {
+  Seq2Seq s;
+  s.args.set_default_text("--steps", "copy 300, add 2000");
+  EXPECT_NE(s.args.help().find("training steps (default: copy 300, add 2000; >= 1)"),
+            std::string::npos)
+      << s.args.help();
+  s.args.parse(std::vector<std::string>{});
+  EXPECT_EQ(s.steps, 1500);
+  EXPECT_THROW(s.args.set_default_text("--stpes", "x"), std::logic_error);
+}
+
 TEST(ArgParser, HelpWinsOverOtherMistakesButNotAfterDoubleDash) {
   for (const auto& argv : std::vector<std::vector<std::string>>{
            {"--help"}, {"-h"}, {"--stpes", "x", "--help"}, {"--steps", "oops", "-h"}}) {

@@ -38,18 +38,20 @@ struct Program {
   Strings session_flags;  // evaluation sizes: each session is given them
 };
 
-// Tiny runs. charlm samples at each evaluation, so its sampler's state
-// counts too.
+// Tiny runs of every training program. charlm samples at each evaluation
+// here, so its sampler's state counts too.
 const std::vector<Program>& tiny_programs() {
-  static const std::vector<Program> programs = {
-      {kSeq2seq, join(kTiny, {"--max-len", "4"}), {"--eval-examples", "16", "--show", "0"}},
-      {kCharlm,
-       join(kTiny, {"--corpus-chars", "3000", "--context", "16"}),
-       {"--eval-batches", "1", "--sample-tokens", "20", "--sample-each-eval"}},
-      {kClassify, join(kTiny, {"--max-len", "6"}), {"--eval-examples", "32", "--show", "0"}},
-      {kRecall,
-       join(kTiny, {"--keys", "8", "--pairs", "3", "--queries", "2"}),
-       {"--eval-examples", "16", "--show", "0"}}};
+  static const std::vector<Program> programs = [] {
+    std::vector<Program> out;
+    for (const ListedProgram& p : programs_of_kind("training")) {
+      const TinyFlags tiny = tiny_flags(p.name);
+      Strings session = tiny.session;
+      if (p.name == "charlm")
+        session = join(session, {"--sample-tokens", "20", "--sample-each-eval"});
+      out.push_back({p.path, join(kTiny, tiny.data), session});
+    }
+    return out;
+  }();
   return programs;
 }
 

@@ -1,5 +1,5 @@
-// Drives the real inspect_checkpoint binary (its path comes from CMake as
-// GRADFLOW_INSPECT_CHECKPOINT) on a valid checkpoint and on broken files.
+// Drives the real inspect_checkpoint binary (its path from the programs'
+// list, tests/examples/run_program.h) on a valid checkpoint and on broken files.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +13,7 @@
 
 #include "nn/io/safetensors.h"
 #include "tensor/creation.h"
+#include "tests/examples/run_program.h"
 
 namespace gradflow {
 namespace {
@@ -49,7 +50,7 @@ class InspectCheckpointTest : public ::testing::Test {
   // Runs the binary with `args` (already shell-quoted) and captures both streams.
   Result run(const std::string& args) const {
     const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string command = std::string("'") + GRADFLOW_INSPECT_CHECKPOINT + "' " + args +
+    const std::string command = "'" + testing::program_path("inspect_checkpoint") + "' " + args +
                                 " >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(command.c_str());
     Result r;

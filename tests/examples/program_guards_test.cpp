@@ -20,11 +20,10 @@ namespace fs = std::filesystem;
 
 using ProgramGuardsTest = ProgramTest;
 
-const std::vector<std::string> kPrograms = {kSeq2seq, kCharlm, kClassify, kRecall};
-
 // Each in the dtype it is used in: 1e300 would be infinity there.
 TEST_F(ProgramGuardsTest, FloatsMustFitInFloat32) {
-  for (const auto& program : kPrograms) {
+  for (const ListedProgram& listed : programs_of_kind("training")) {
+    const std::string& program = listed.path;
     expect_usage_error(program, {"--scale", "const:1e300"});
     expect_usage_error(program, {"--lr", "1e39"});
     expect_usage_error(program, {"--weight-decay", "1e39"});
@@ -38,8 +37,9 @@ TEST_F(ProgramGuardsTest, FloatsMustFitInFloat32) {
 // --max-skipped-steps stops the run (exit code 2) with its checkpoint, and
 // --stop-on-nan stops at the first (exit code 1), in every program alike.
 TEST_F(ProgramGuardsTest, RunsThatCannotTrainStopWithTheirCodes) {
-  for (const auto& program : kPrograms) {
-    const std::string out = path(fs::path(program).filename().string());
+  for (const ListedProgram& listed : programs_of_kind("training")) {
+    const std::string& program = listed.path;
+    const std::string out = path(listed.name);
     std::vector<std::string> args = kTiny;
     args.insert(args.end(), {"--scale", "const:3e38", "--eval-every", "0", "--out", out});
     Result r = run(program, args, {"--steps", "1000", "--max-skipped-steps", "5"});

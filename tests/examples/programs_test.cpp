@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -23,15 +24,49 @@ namespace fs = std::filesystem;
 
 using ProgramsTest = ProgramTest;
 
+// The list examples/CMakeLists.txt generates holds every program, each built.
+TEST_F(ProgramsTest, TheListHoldsEveryProgramBuilt) {
+  std::vector<std::string> names;
+  for (const ListedProgram& p : listed_programs()) {
+    names.push_back(p.name);
+    EXPECT_TRUE(p.kind == "training" || p.kind == "tool" || p.kind == "standalone") << p.kind;
+    EXPECT_EQ(fs::path(p.path).filename(), p.name);
+    EXPECT_EQ(::access(p.path.c_str(), X_OK), 0) << p.path;
+  }
+  for (const char* name : {"seq2seq", "charlm", "classify", "recall", "inspect_checkpoint",
+                           "scaling_study", "minimal_train"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  for (const auto& [name, flags] : kTinyFlags)
+    EXPECT_EQ(std::count(names.begin(), names.end(), name), 1) << name << " in kTinyFlags";
+}
+
+// Every program with a command line: --help answers on stdout with exit 0,
+// and an unknown flag is one line on stderr with exit 2.
+TEST_F(ProgramsTest, EveryProgramAnswersHelpAndRefusesAnUnknownFlag) {
+  for (const ListedProgram& p : listed_programs()) {
+    if (p.kind == "standalone") continue;
+    SCOPED_TRACE(p.name);
+    Result r = run(p.path, {"--help"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("usage: " + p.name + " ", 0), 0u) << r.out;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(run(p.path, {"-h"}).out, r.out);
+    expect_usage_error(p.path, {"--no-such-flag"});
+  }
+}
+
 TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
-  for (const auto& program : {kSeq2seq, kCharlm, kClassify, kRecall}) {
-    Result r = run(program, {"--help"});
-    EXPECT_EQ(r.code, 0) << program;
+  for (const ListedProgram& program : programs_of_kind("training")) {
+    Result r = run(program.path, {"--help"});
+    EXPECT_EQ(r.code, 0) << program.name;
     for (const char* flag :
-         {"--seed", "--threads", "--steps", "--lr", "--scale", "--d-model", "--heads", "--layers",
-          "--d-ff", "--batch", "--schedule", "--warmup", "--clip", "--eval-every", "--save-every",
-          "--out", "--resume", "--stop-on-nan", "--reference"})
-      EXPECT_NE(r.out.find(flag), std::string::npos) << program << " lacks " << flag;
+         {"--seed",       "--threads",     "--steps",      "--lr",         "--scale",
+          "--d-model",    "--heads",       "--layers",     "--d-ff",       "--schedule",
+          "--warmup",     "--clip",        "--eval-every", "--save-every", "--out",
+          "--resume",     "--stop-on-nan", "--reference",  "--positional", "--norm",
+          "--activation", "--dropout",     "--head-dim",   "--overwrite",  "--max-skipped-steps",
+          "--batch"})
+      EXPECT_NE(r.out.find(flag), std::string::npos) << program.name << " lacks " << flag;
   }
   EXPECT_NE(run(kSeq2seq, {"-h"}).out.find("--task"), std::string::npos);
   Result lm = run(kCharlm, {"--help"});
@@ -44,15 +79,15 @@ TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {
 }
 
 TEST_F(ProgramsTest, BadFlagsAndValuesAreOneLineErrorsWithExitCode2) {
-  for (const auto& program : {kSeq2seq, kCharlm, kClassify, kRecall}) {
-    expect_usage_error(program, {"--no-such-flag"});
-    expect_usage_error(program, {"--steps", "abc"});
-    expect_usage_error(program, {"--steps", "0"});
-    expect_usage_error(program, {"--d-model", "30", "--heads", "4"});
-    expect_usage_error(program, {"--heads", "0"});
-    expect_usage_error(program, {"--scale", "sqrt"});
-    expect_usage_error(program, {"--schedule", "noam", "--warmup", "0"});
-    expect_usage_error(program, {"--resume", path("nowhere")});
+  for (const ListedProgram& program : programs_of_kind("training")) {
+    SCOPED_TRACE(program.name);
+    expect_usage_error(program.path, {"--steps", "abc"});
+    expect_usage_error(program.path, {"--steps", "0"});
+    expect_usage_error(program.path, {"--d-model", "30", "--heads", "4"});
+    expect_usage_error(program.path, {"--heads", "0"});
+    expect_usage_error(program.path, {"--scale", "sqrt"});
+    expect_usage_error(program.path, {"--schedule", "noam", "--warmup", "0"});
+    expect_usage_error(program.path, {"--resume", path("nowhere")});
   }
   fs::create_directories(path("bad"));
   std::ofstream(path("bad/checkpoint.safetensors")) << "not a checkpoint";
@@ -73,31 +108,26 @@ TEST_F(ProgramsTest, BadFlagsAndValuesAreOneLineErrorsWithExitCode2) {
 
 // A tiny run writes its three files; --resume continues it in place.
 TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
-      {kSeq2seq, {"--eval-examples", "16", "--max-len", "4"}},
-      {kCharlm,
-       {"--corpus-chars", "3000", "--context", "16", "--eval-batches", "1", "--sample-tokens",
-        "40"}},
-      {kClassify, {"--eval-examples", "32", "--max-len", "6"}},
-      {kRecall, {"--eval-examples", "16", "--keys", "8", "--pairs", "3", "--queries", "2"}}};
-  for (const auto& [program, extra] : programs) {
-    const std::string out = path(fs::path(program).filename().string());
+  for (const ListedProgram& program : programs_of_kind("training")) {
+    SCOPED_TRACE(program.name);
+    const std::string out = path(program.name);
     std::vector<std::string> args = {"--steps", "20", "--eval-every", "10", "--out", out};
     args.insert(args.end(), kTiny.begin(), kTiny.end());
-    Result r = run(program, args, extra);
-    ASSERT_EQ(r.code, 0) << program << "\n" << r.err;
+    Result r = run(program.path, args, tiny_extra(program.name));
+    ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
     for (const char* file : {"log.csv", "model.safetensors", "checkpoint.safetensors"})
-      EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << program << " " << file;
+      EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
     std::string log = read(out + "/log.csv");
     EXPECT_EQ(lines(log), 21u) << log;
     EXPECT_EQ(log.rfind("step,loss,lr,grad_norm,skipped,", 0), 0u) << log;
 
     // The settings come from the checkpoint; a contradiction is refused.
-    Result more = run(program, {"--resume", out, "--steps", "25"});
-    ASSERT_EQ(more.code, 0) << program << "\n" << more.err;
+    Result more =
+        run(program.path, {"--resume", out, "--steps", "25"}, tiny_flags(program.name).session);
+    ASSERT_EQ(more.code, 0) << more.err;
     EXPECT_EQ(lines(read(out + "/log.csv")), 26u);
-    expect_usage_error(program, {"--resume", out, "--steps", "30", "--d-model", "32"});
+    expect_usage_error(program.path, {"--resume", out, "--steps", "30", "--d-model", "32"});
   }
   // --resume also takes the checkpoint file; a checkpoint of another program is refused.
   Result file =
@@ -126,6 +156,35 @@ TEST_F(ProgramsTest, RecallShowsHeldOutSequencesWithTheModelsAnswers) {
   EXPECT_EQ(shown, 3u) << r.out;
 }
 
+// seq2seq's --steps defaults by task (addition needs many more than copy),
+// and --help says so. A resumed run keeps the steps its checkpoint holds.
+TEST_F(ProgramsTest, Seq2seqStepsDefaultByTaskAndResumeKeepsThem) {
+  Result help = run(kSeq2seq, {"--help"});
+  EXPECT_NE(help.out.find("(default: 200 for copy, 400 for reverse, 600 for sort, 3000 for "
+                          "addition; >= 1"),
+            std::string::npos)
+      << help.out;
+  const std::string out = path("copy");
+  Result r = run(kSeq2seq, kTiny,
+                 {"--task", "copy", "--max-len", "4", "--eval-every", "0", "--eval-examples", "8",
+                  "--show", "0", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  200 steps of 8 examples, cosine(peak_lr=0.003, warmup_steps=40, "
+                       "total_steps=200, min_lr=0.0003)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(lines(read(out + "/log.csv")), 201u);
+  EXPECT_EQ(
+      nn::metadata_value(nn::load_safetensors(out + "/model.safetensors").metadata, "flag.--steps"),
+      "200");
+  r = run(kSeq2seq, {"--resume", out, "--eval-examples", "8", "--show", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("already at step 200 of 200"), std::string::npos) << r.err;
+  r = run(kSeq2seq, {"--resume", out, "--steps", "205", "--eval-examples", "8", "--show", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines(read(out + "/log.csv")), 206u);
+}
+
 // --head-dim sets d_k in every attention layer, cross-attention included:
 // with d_model 64, 2 heads of 16, each q_proj maps 64 to 32.
 TEST_F(ProgramsTest, HeadDimReachesEveryAttentionLayer) {
@@ -149,20 +208,14 @@ TEST_F(ProgramsTest, HeadDimReachesEveryAttentionLayer) {
 // program: the model file keeps them in its metadata, rope adds no position
 // table, and a resume restores them (another value contradicts it).
 TEST_F(ProgramsTest, ModelOptionsReachEveryProgramAndResume) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
-      {kSeq2seq, {"--eval-examples", "8", "--max-len", "4"}},
-      {kCharlm,
-       {"--corpus-chars", "3000", "--context", "16", "--eval-batches", "1", "--sample-tokens",
-        "10"}},
-      {kClassify, {"--eval-examples", "16", "--max-len", "6"}},
-      {kRecall, {"--eval-examples", "8", "--keys", "8", "--pairs", "3", "--queries", "2"}}};
-  for (const auto& [program, extra] : programs) {
-    const std::string out = path(fs::path(program).filename().string() + "_options");
+  for (const ListedProgram& listed : programs_of_kind("training")) {
+    const std::string& program = listed.path;
+    const std::string out = path(listed.name + "_options");
     std::vector<std::string> args = {
         "--steps",      "3",    "--eval-every", "0",    "--threads",    "2",    "--out",     out,
         "--positional", "rope", "--norm",       "post", "--activation", "relu", "--dropout", "0.1"};
     args.insert(args.end(), kTiny.begin(), kTiny.end());
-    Result r = run(program, args, extra);
+    Result r = run(program, args, tiny_extra(listed.name));
     ASSERT_EQ(r.code, 0) << program << "\n" << r.err;
     nn::SafetensorsFile model = nn::load_safetensors(out + "/model.safetensors");
     for (const auto& [key, value] :

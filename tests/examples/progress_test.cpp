@@ -264,5 +264,45 @@ TEST(Progress, EightyColumnsKeepTheBarAndWholeFields) {
             "accuracy 1  and more to say\x1b[K\n");
 }
 
+// Every redraw on an 80-column terminal, whatever the run's size and speed
+// and however long the text after an evaluation: the line stays within 79
+// columns (the last would wrap), starts with a bar of at least 10 columns and
+// keeps the loss whole.
+TEST(Progress, EveryLineFitsEightyColumnsWithItsBar) {
+  const std::string loss = "loss 0.0001234";
+  const std::string evaluation =
+      "  val_loss 0.0001514  token_acc 0.9998  seq_acc 0.9961  perplexity 1.0001  "
+      "a_metric_with_a_long_name 123456.7";
+  int lines = 0;
+  for (int64_t total : {10, 400, 2000, 123456, 1000000}) {
+    for (double seconds_per_step : {1e-4, 0.02, 3.0, 400.0}) {
+      FakeClock clock;
+      std::ostringstream out;
+      Progress p(total, out,
+                 {.tty = true, .clock = clock.fn(), .redraw_interval = 0, .columns = 80});
+      for (int64_t step : {int64_t{1}, total / 3, total - 1, total}) {
+        if (step < 1) continue;
+        clock.now = seconds_per_step * static_cast<double>(step);
+        const size_t before = out.str().size();
+        p.update(step, loss + evaluation);
+        std::string line = out.str().substr(before);
+        ASSERT_EQ(line.rfind('\r', 0), 0u) << line;
+        ASSERT_EQ(line.substr(line.size() - 3), "\x1b[K") << line;
+        line = line.substr(1, line.size() - 4);
+        SCOPED_TRACE(line);
+        EXPECT_LE(line.size(), 79u);
+        ASSERT_EQ(line[0], '[');
+        const size_t close = line.find("] ");
+        ASSERT_NE(close, std::string::npos);
+        EXPECT_GE(close - 1, 10u);
+        EXPECT_EQ(line.find_first_not_of("#-", 1), close);
+        EXPECT_NE(line.find("  " + loss), std::string::npos);
+        ++lines;
+      }
+    }
+  }
+  EXPECT_EQ(lines, 80);
+}
+
 }  // namespace
 }  // namespace gradflow::cli

@@ -1,6 +1,7 @@
-// Runs the training programs as a user would (without a shell), for the
-// tests that drive them end to end. CMake passes the programs' paths as
-// GRADFLOW_SEQ2SEQ, GRADFLOW_CHARLM, GRADFLOW_CLASSIFY and GRADFLOW_RECALL.
+// Runs the programs as a user would (without a shell), for the tests that
+// drive them end to end. The programs are those examples/CMakeLists.txt
+// lists with gradflow_program; tests/CMakeLists.txt generates their list,
+// tests/examples/programs_list.h in the build tree.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,25 +17,73 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/examples/programs_list.h"
 
 extern char** environ;
 
 namespace gradflow::testing {
 
-inline const std::string kSeq2seq = GRADFLOW_SEQ2SEQ;
-inline const std::string kCharlm = GRADFLOW_CHARLM;
-inline const std::string kClassify = GRADFLOW_CLASSIFY;
-inline const std::string kRecall = GRADFLOW_RECALL;
-inline const std::string kScalingStudy = GRADFLOW_SCALING_STUDY;
+// The path of a listed program. Throws for another name (also from the
+// constants below, before any test runs).
+inline std::string program_path(const std::string& name) {
+  for (const ListedProgram& p : listed_programs())
+    if (p.name == name) return p.path;
+  throw std::logic_error(name + " is not a gradflow_program of examples/CMakeLists.txt");
+}
+
+// The listed programs of one kind ("training", "tool" or "standalone").
+inline std::vector<ListedProgram> programs_of_kind(const std::string& kind) {
+  std::vector<ListedProgram> out;
+  for (const ListedProgram& p : listed_programs())
+    if (p.kind == kind) out.push_back(p);
+  return out;
+}
+
+// The programs with tests of their own, beside those every program gets.
+inline const std::string kSeq2seq = program_path("seq2seq");
+inline const std::string kCharlm = program_path("charlm");
+inline const std::string kClassify = program_path("classify");
+inline const std::string kRecall = program_path("recall");
+inline const std::string kScalingStudy = program_path("scaling_study");
 inline const std::string kTrainBench = GRADFLOW_TRAIN_BENCH;
 
 // Small enough that a run takes a moment even under the sanitizers.
 inline const std::vector<std::string> kTiny = {"--d-model", "16", "--heads", "2", "--layers", "1",
                                                "--d-ff",    "32", "--batch", "8"};
+
+// What else keeps a training program's run tiny: small data (run flags, which
+// the checkpoint keeps) and a small evaluation (session flags, given to each
+// session). A training program not listed here runs with kTiny and its own
+// defaults for the rest, which then should take seconds, not minutes.
+struct TinyFlags {
+  std::vector<std::string> data, session;
+};
+inline const std::map<std::string, TinyFlags> kTinyFlags = {
+    {"seq2seq", {{"--max-len", "4"}, {"--eval-examples", "16", "--show", "0"}}},
+    {"charlm",
+     {{"--corpus-chars", "3000", "--context", "16"},
+      {"--eval-batches", "1", "--sample-tokens", "0"}}},
+    {"classify", {{"--max-len", "6"}, {"--eval-examples", "32", "--show", "0"}}},
+    {"recall",
+     {{"--keys", "8", "--pairs", "3", "--queries", "2"},
+      {"--eval-examples", "16", "--show", "0"}}}};
+inline TinyFlags tiny_flags(const std::string& program) {
+  auto it = kTinyFlags.find(program);
+  return it == kTinyFlags.end() ? TinyFlags{} : it->second;
+}
+// data and session together.
+inline std::vector<std::string> tiny_extra(const std::string& program) {
+  TinyFlags f = tiny_flags(program);
+  f.data.insert(f.data.end(), f.session.begin(), f.session.end());
+  return f.data;
+}
 
 // A fresh directory per test, removed afterwards; a program's stdout and
 // stderr go to files in it.

@@ -77,14 +77,11 @@ using SignalsTest = ProgramTest;
 // under way: it ends the step, saves, says so in one line, exits with
 // 128 + the signal, and the run resumes from the checkpoint.
 TEST_F(SignalsTest, SigtermAndSighupSaveACheckpointThatResumes) {
-  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
-      {kSeq2seq, {"--max-len", "4", "--eval-examples", "16", "--show", "0"}},
-      {kCharlm, {"--corpus-chars", "3000", "--context", "16", "--sample-tokens", "0"}},
-      {kClassify, {"--max-len", "6", "--eval-examples", "32", "--show", "0"}},
-      {kRecall, {"--keys", "8", "--pairs", "3", "--eval-examples", "16", "--show", "0"}}};
-  for (const auto& [program, extra] : programs) {
+  for (const ListedProgram& listed : programs_of_kind("training")) {
+    const std::string& program = listed.path;
+    const std::vector<std::string> extra = tiny_extra(listed.name);
     for (const auto& [signal, name] : {std::pair{SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}}) {
-      const std::string out = path(fs::path(program).filename().string() + name);
+      const std::string out = path(listed.name + name);
       SCOPED_TRACE(out);
       std::vector<std::string> args = {"--steps",      "100000", "--eval-every", "0",
                                        "--save-every", "0",      "--out",        out};

@@ -45,6 +45,9 @@ TEST(LrSchedule, WarmupCosineAtKeySteps) {
   for (int64_t step = 0; step < 9; ++step) EXPECT_LT(s.lr_at(step), s.lr_at(step + 1)) << step;
   for (int64_t step = 9; step < 109; ++step) EXPECT_GT(s.lr_at(step), s.lr_at(step + 1)) << step;
   EXPECT_EQ(s.describe(), "cosine(peak_lr=0.001, warmup_steps=10, total_steps=110, min_lr=1e-05)");
+  // A program prints its numbers its own way.
+  EXPECT_EQ(s.describe(+[](double v) { return "<" + std::to_string(v * 1e5) + ">"; }),
+            "cosine(peak_lr=<100.000000>, warmup_steps=10, total_steps=110, min_lr=<1.000000>)");
 }
 
 TEST(LrSchedule, CosineWithoutWarmupStartsJustBelowThePeak) {
