@@ -6,23 +6,16 @@
 
 #include "examples/study/correlation.h"
 #include "examples/study/full_analysis.h"
+#include "examples/study/stats.h"
 
 namespace gradflow::study {
 
 namespace {
 
-std::string fmt(double v, int digits = 3) {
-  if (!std::isfinite(v)) return "-";
-  std::ostringstream out;
-  out.precision(digits);
-  out << v;
-  return out.str();
-}
-
 std::string with_interval(const Interval& i, int digits = 2) {
   return i.n == 0 ? "-"
-                  : fmt(i.mean, digits + 1) + " [" + fmt(i.lo, digits + 1) + ", " +
-                        fmt(i.hi, digits + 1) + "] (n = " + std::to_string(i.n) + ")";
+                  : significant(i.mean, digits + 1) + " [" + significant(i.lo, digits + 1) + ", " +
+                        significant(i.hi, digits + 1) + "] (n = " + std::to_string(i.n) + ")";
 }
 
 const char* yes_no(bool b) { return b ? "yes" : "no"; }
@@ -73,7 +66,7 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
                "logit with the lowest entropy " +
                with_interval(with_entropy) + ", with the final W_Q/W_V gradient ratio " +
                with_interval(with_ratio) + "; largest logit with QK normalisation " +
-               fmt(normalised_max) + " against " + fmt(unscaled_max) + " unscaled";
+               significant(normalised_max) + " against " + significant(unscaled_max) + " unscaled";
   v.verdict = verdict_of(collapses + vanishes + bounded, 3);
   v.reason =
       std::string("larger logits, lower entropy (interval below 0): ") + yes_no(collapses) +
@@ -106,7 +99,7 @@ Verdict sensitivity_claim(const std::vector<Sensitivity>& sens, int64_t seeds) {
                     format_interval(s.sensitivity, 3);
   v.verdict = compared == 0 ? "unclear" : verdict_of(lower, compared);
   v.reason = "detectably lower (paired over " + std::to_string(seeds) + " seeds, margin " +
-             fmt(kSensitivityMargin) + " nats) in " + std::to_string(lower) + " of " +
+             significant(kSensitivityMargin) + " nats) in " + std::to_string(lower) + " of " +
              std::to_string(compared) + " (mode, d_k) settings";
   return v;
 }
@@ -122,7 +115,7 @@ Verdict width_claim(const std::vector<BestLr>& best, const std::vector<double>& 
       "al. 2022).";
   for (const BestLr& b : best)
     v.measured += (v.measured.empty() ? "" : "; ") + b.parametrization + " d_model " +
-                  std::to_string(b.d_model) + ": " + fmt(b.best_lr, 2);
+                  std::to_string(b.d_model) + ": " + significant(b.best_lr, 2);
   const int mup = best_lr_spread(best, "mup", grid);
   const int sp = std::max(best_lr_spread(best, "sp_inv_sqrt_dk", grid),
                           best_lr_spread(best, "sp_inv_dk", grid));
@@ -158,7 +151,7 @@ Verdict warmup_claim(const std::vector<WarmupEffect>& effects, double pre_ratio,
   v.measured +=
       "; gradient norm of the block nearest the output over the one nearest the "
       "input at the first step: pre-LN " +
-      fmt(pre_ratio) + ", post-LN " + fmt(post_ratio);
+      significant(pre_ratio) + ", post-LN " + significant(post_ratio);
   const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
   const bool pre_fine = pre_worse == 0;
   v.verdict = post_needs && pre_fine     ? "holds"
@@ -167,7 +160,7 @@ Verdict warmup_claim(const std::vector<WarmupEffect>& effects, double pre_ratio,
   v.reason = "post-LN detectably worse without warm-up for " + std::to_string(post_worse) + " of " +
              std::to_string(post_total) + " modes (needs it: a majority); pre-LN for " +
              std::to_string(pre_worse) + " of " + std::to_string(pre_total) +
-             " (does not: none); margin " + fmt(kSensitivityMargin) + " nats";
+             " (does not: none); margin " + significant(kSensitivityMargin) + " nats";
   return v;
 }
 
@@ -205,7 +198,7 @@ Verdict collapse_claim(const std::vector<FinalRow>& runs, int64_t eval_every) {
   const bool more = d.lo > 0, ordered = both > 0 && first * 2 > both;
   v.measured = "spikes or divergence in " + std::to_string(collapsed_bad) + " of " +
                std::to_string(collapsed) + " runs whose entropy fell below " +
-               fmt(kCollapsedEntropy) + ", against " + std::to_string(spread_bad) + " of " +
+               significant(kCollapsedEntropy) + ", against " + std::to_string(spread_bad) + " of " +
                std::to_string(spread) + " others: difference " + with_interval(d) +
                "; collapse first in " + std::to_string(first) + " of " + std::to_string(both) +
                " runs with both";

@@ -13,32 +13,6 @@ namespace gradflow::study {
 
 namespace {
 
-using Row = std::vector<cli::CsvCell>;
-
-void write_csv(const std::string& path, const std::vector<std::string>& columns,
-               const std::vector<Row>& rows) {
-  std::string out;
-  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + cli::csv_field(columns[i]);
-  out += "\n";
-  for (const Row& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + r[i].text();
-    out += "\n";
-  }
-  write_file_atomic(path, out);
-}
-
-cli::CsvCell number(double v) { return std::isfinite(v) ? cli::CsvCell(v) : cli::CsvCell(""); }
-
-plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
-                    const std::string& y, bool log_y) {
-  plot::Figure f;
-  f.title = title;
-  f.x = {.label = x, .log = log_x};
-  f.y = {.label = y, .log = log_y};
-  f.height = 540;
-  return f;
-}
-
 // Mean over seeds with its 95% t-interval as error bars, one point per x.
 plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
                          bool emphasis = false) {
@@ -58,32 +32,33 @@ plot::Series mean_series(const std::string& label, const std::map<double, std::v
 
 void write_full_csvs(const std::string& dir, const FullResults& full) {
   if (!full.sweep.empty()) {
-    std::vector<Row> rows;
+    std::vector<CsvRow> rows;
     for (const FinalRow& f : full.sweep)
-      rows.push_back({f.run.mode, f.run.d_k, f.lr, f.run.seed, number(f.final_loss),
-                      number(f.max_logit), f.diverged, f.run.task, number(f.initial_loss),
-                      number(f.min_entropy), f.spikes, f.collapse_step, f.first_spike_step});
+      rows.push_back({f.run.mode, f.run.d_k, f.lr, f.run.seed, csv_number(f.final_loss),
+                      csv_number(f.max_logit), f.diverged, f.run.task, csv_number(f.initial_loss),
+                      csv_number(f.min_entropy), f.spikes, f.collapse_step, f.first_spike_step});
     write_csv(dir + "/lr_sweep.csv",
               {"mode", "d_k", "lr", "seed", "final_loss", "max_logit", "diverged", "task",
                "initial_loss", "min_entropy", "spikes", "collapse_step", "first_spike_step"},
               rows);
   }
   if (!full.width.empty()) {
-    std::vector<Row> rows;
+    std::vector<CsvRow> rows;
     for (const WidthRow& w : full.width)
       rows.push_back({w.parametrization, w.d_model, w.run.lr, w.run.run.seed,
-                      number(w.run.final_loss), number(w.run.qk_std), w.run.run.d_k,
-                      number(w.run.qk_std_init), number(w.run.initial_loss), w.run.diverged});
+                      csv_number(w.run.final_loss), csv_number(w.run.qk_std), w.run.run.d_k,
+                      csv_number(w.run.qk_std_init), csv_number(w.run.initial_loss),
+                      w.run.diverged});
     write_csv(dir + "/width_sweep.csv",
               {"parametrization", "d_model", "lr", "seed", "final_loss", "qk_std", "d_k",
                "qk_std_init", "initial_loss", "diverged"},
               rows);
   }
   if (!full.depth.rows.empty()) {
-    std::vector<Row> rows;
+    std::vector<CsvRow> rows;
     for (const DepthTrainRow& r : full.depth.rows)
-      rows.push_back({r.norm_placement, r.warmup, r.mode, r.seed, r.step, number(r.loss), r.layer,
-                      number(r.grad_norm)});
+      rows.push_back({r.norm_placement, r.warmup, r.mode, r.seed, r.step, csv_number(r.loss),
+                      r.layer, csv_number(r.grad_norm)});
     write_csv(dir + "/depth_train.csv",
               {"norm_placement", "warmup", "mode", "seed", "step", "loss", "layer", "grad_norm"},
               rows);

@@ -4,19 +4,12 @@
 
 #include "examples/study/full_analysis.h"
 #include "examples/study/report.h"
+#include "examples/study/stats.h"
 #include "examples/study/training_run.h"
 
 namespace gradflow::study {
 
 namespace {
-
-std::string fmt(double v, int digits = 3) {
-  if (!std::isfinite(v)) return "-";
-  std::ostringstream out;
-  out.precision(digits);
-  out << v;
-  return out.str();
-}
 
 std::string interval_text(const Interval& i, int digits) {
   return i.n == 0 ? "-" : format_interval(i, digits);
@@ -36,20 +29,20 @@ std::string full_report_sections(const RunInfo& info, const FullResults& full) {
        << "The `" << o.task.task << "` task, " << o.task.steps << " steps, every mode at d_k";
     for (int64_t d : o.d_ks) md << " " << d;
     md << ", learning rates";
-    for (double lr : o.lrs) md << " " << fmt(lr, 2);
+    for (double lr : o.lrs) md << " " << significant(lr, 2);
     md << ", " << o.seeds
        << " seeds. LR sensitivity (Wortsman et al. 2023): per configuration and seed, the mean "
           "over the learning rates of the final loss (capped at the initial loss; a diverged "
           "run counts at its initial loss) minus the best of them; then over seeds, +- the 95% "
           "interval. `vs 1/sqrt(d_k)` is paired by seed (margin "
-       << fmt(kSensitivityMargin) << " nats).\n\n"
+       << significant(kSensitivityMargin) << " nats).\n\n"
        << "| mode | d_k | sensitivity (nats) | vs 1/sqrt(d_k) | best lr | its loss |\n"
           "|---|---|---|---|---|---|\n";
     for (const Sensitivity& s : lr_sensitivity(full.sweep))
       md << "| " << s.mode << " | " << s.d_k << " | " << interval_text(s.sensitivity, 3) << " | "
          << (s.mode == kDefaultMode ? "(reference)"
                                     : interval_text(s.vs_default, 3) + " " + word(s.verdict))
-         << " | " << fmt(s.best_lr, 2) << " | " << fmt(s.best_loss) << " |\n";
+         << " | " << significant(s.best_lr, 2) << " | " << significant(s.best_loss) << " |\n";
     md << "\n";
   }
   if (!full.width.empty()) {
@@ -59,7 +52,7 @@ std::string full_report_sections(const RunInfo& info, const FullResults& full) {
     for (int64_t d : o.d_models) md << " " << d;
     md << " (2 heads of d_k = d_model / 2, d_ff = 2 d_model), " << o.steps << " steps, batch "
        << o.batch << ", learning rates";
-    for (double lr : o.lrs) md << " " << fmt(lr, 2);
+    for (double lr : o.lrs) md << " " << significant(lr, 2);
     md << ", " << o.seeds
        << " seeds, under three parametrisations: the standard one with 1/sqrt(d_k), the "
           "standard one with 1/d_k, and muP (1/d_k; hidden and output matrices learn at lr x "
@@ -72,10 +65,10 @@ std::string full_report_sections(const RunInfo& info, const FullResults& full) {
     const std::vector<BestLr> best = best_lr_by_width(full.width);
     for (const BestLr& b : best) {
       std::string seeds;
-      for (double lr : b.per_seed) seeds += (seeds.empty() ? "" : ", ") + fmt(lr, 2);
-      md << "| " << b.parametrization << " | " << b.d_model << " | " << fmt(b.best_lr, 2) << " | "
-         << seeds << " | " << fmt(b.best_loss) << " | " << fmt(b.qk_std_init) << " | "
-         << fmt(b.qk_std) << " |\n";
+      for (double lr : b.per_seed) seeds += (seeds.empty() ? "" : ", ") + significant(lr, 2);
+      md << "| " << b.parametrization << " | " << b.d_model << " | " << significant(b.best_lr, 2)
+         << " | " << seeds << " | " << significant(b.best_loss) << " | "
+         << significant(b.qk_std_init) << " | " << significant(b.qk_std) << " |\n";
     }
     md << "\nSlopes of log std(q.k) against log d_k:";
     for (const std::string& p : parametrizations()) {
@@ -84,8 +77,8 @@ std::string full_report_sections(const RunInfo& info, const FullResults& full) {
         if (b.parametrization == p)
           d_k.push_back(b.d_model / 2.0), init.push_back(b.qk_std_init),
               trained.push_back(b.qk_std);
-      md << " " << p << " " << fmt(log_log_slope(d_k, init), 2) << " at initialisation, "
-         << fmt(log_log_slope(d_k, trained), 2) << " trained;";
+      md << " " << p << " " << significant(log_log_slope(d_k, init), 2) << " at initialisation, "
+         << significant(log_log_slope(d_k, trained), 2) << " trained;";
     }
     md << " (independent q and k give 1/2; q and k aligned by training give 1).\n\n";
   }
@@ -93,13 +86,13 @@ std::string full_report_sections(const RunInfo& info, const FullResults& full) {
     const DepthTrainOptions& o = info.depth_training;
     md << "## Part F: depth in training\n\n"
        << "Encoder-decoders of " << o.layers << " layers per stack on the reverse task, " << o.steps
-       << " steps at lr " << fmt(o.lr, 2) << ", " << o.seeds
+       << " steps at lr " << significant(o.lr, 2) << ", " << o.seeds
        << " seeds, pre-LN and post-LN, with a linear warm-up over 5% of the steps or none. "
           "depth_train.csv has every block's gradient norm at every evaluation. Gradient norm "
           "of the block nearest the output over the one nearest the input at the first step: "
           "pre-LN "
-       << fmt(output_to_input_gradient(full.depth, "pre_ln")) << ", post-LN "
-       << fmt(output_to_input_gradient(full.depth, "post_ln")) << ".\n\n"
+       << significant(output_to_input_gradient(full.depth, "pre_ln")) << ", post-LN "
+       << significant(output_to_input_gradient(full.depth, "post_ln")) << ".\n\n"
        << "| placement | mode | final loss without warm-up minus with (nats) | verdict |\n"
           "|---|---|---|---|\n";
     for (const WarmupEffect& e : warmup_effects(full.depth))

@@ -12,8 +12,6 @@
 
 namespace gradflow::study {
 
-namespace {
-
 plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
                     const std::string& y, bool log_y) {
   plot::Figure f;
@@ -23,6 +21,8 @@ plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
   f.height = 540;  // panels of a grid keep a readable aspect
   return f;
 }
+
+namespace {
 
 plot::Series mode_series(const std::string& mode) {
   return {.label = mode, .markers = false, .emphasis = mode == kDefaultMode};

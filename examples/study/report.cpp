@@ -3,6 +3,7 @@
 // the derivations behind the plotted slopes, and what the study cannot
 // separate. docs/study.md explains the metrics and the literature.
 #include "examples/study/report.h"
+#include "examples/study/stats.h"
 
 #include <cmath>
 #include <map>
@@ -18,14 +19,6 @@
 namespace gradflow::study {
 
 namespace {
-
-std::string fmt(double v, int digits = 3) {
-  if (!std::isfinite(v)) return "-";
-  std::ostringstream out;
-  out.precision(digits);
-  out << v;
-  return out.str();
-}
 
 // "0.912 +- 0.013" scaled, or "-".
 std::string interval_text(const Interval& i, double scale, int digits) {
@@ -67,7 +60,7 @@ void part_a_section(std::ostringstream& md, const RunInfo& info, const std::vect
   for (const InitRow& r : init) {
     if (r.n_keys != n || r.draws == 0) continue;
     md << "| " << r.mode << " | " << r.d_k << " | " << format_estimate(r.logit_var, 4) << " | "
-       << fmt(r.logit_var_theory, 4) << " | " << format_estimate(r.entropy_norm) << " | "
+       << significant(r.logit_var_theory, 4) << " | " << format_estimate(r.entropy_norm) << " | "
        << format_estimate(r.max_weight) << " | " << format_estimate(r.jacobian_norm) << " |\n";
   }
   md << "\nA freshly initialised attention layer (d_model " << info.part_a.d_model
@@ -145,7 +138,7 @@ void part_b_section(std::ostringstream& md, const RunInfo& info,
       md << interval_text(s.vs_default[m], metrics[m].scale, metrics[m].digits) << " "
          << comparison_word(s.verdict[m]) << " | ";
     }
-    md << fmt(s.max_logit.mean, 3) << " |\n";
+    md << significant(s.max_logit.mean, 3) << " |\n";
   }
   md << "\n";
 }
@@ -176,7 +169,7 @@ void part_d_section(std::ostringstream& md, const RunInfo& info,
       if (!first || !last) continue;
       md << "| " << mode << " | " << placement << " | " << format_estimate(first->grad_norm_wq)
          << " | " << format_estimate(last->grad_norm_wq) << " | "
-         << fmt(last->grad_norm_wq.mean / first->grad_norm_wq.mean) << " | "
+         << significant(last->grad_norm_wq.mean / first->grad_norm_wq.mean) << " | "
          << format_estimate(last->token_cosine) << " |\n";
     }
   md << "\n";
@@ -210,7 +203,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
      << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.part_b.seeds
-     << " training seeds, " << info.threads << " threads) in " << fmt(info.seconds, 3)
+     << " training seeds, " << info.threads << " threads) in " << significant(info.seconds, 3)
      << " s. Every number below comes from this run; the CSV files beside this report hold all "
         "of them, and docs/study.md explains the claims, the metrics and the literature. "
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
@@ -227,9 +220,10 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   for (const PlotFile& p : plots)
     md << "![" << p.file << "](" << p.file << ")\n\n" << p.caption << "\n\n";
   md << "## Where the time went\n\n"
-     << "Part A " << fmt(info.seconds_a, 3) << " s, Part B " << fmt(info.seconds_b, 3)
-     << " s, Part C " << fmt(info.seconds_c, 3) << " s, Part D " << fmt(info.seconds_d, 3)
-     << " s, Part E " << fmt(info.seconds_e, 3) << " s, Part F " << fmt(info.seconds_f, 3)
+     << "Part A " << significant(info.seconds_a, 3) << " s, Part B "
+     << significant(info.seconds_b, 3) << " s, Part C " << significant(info.seconds_c, 3)
+     << " s, Part D " << significant(info.seconds_d, 3) << " s, Part E "
+     << significant(info.seconds_e, 3) << " s, Part F " << significant(info.seconds_f, 3)
      << " s, on " << info.threads << " threads (one job per thread).";
   std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
   for (const FinalRow& f : training.finals) {
@@ -238,8 +232,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   }
   if (!per.empty()) md << " Seconds per training run:";
   for (const auto& [key, value] : per)
-    md << " " << key.first << " d_k " << key.second << ": " << fmt(value.first / value.second, 3)
-       << ";";
+    md << " " << key.first << " d_k " << key.second << ": "
+       << significant(value.first / value.second, 3) << ";";
   md << "\n";
   write_file_atomic(dir + "/report.md", md.str());
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/csv_log.h"
+#include "examples/common/svg_plot.h"
 #include "examples/study/study.h"
 
 namespace gradflow::study {
@@ -51,5 +53,17 @@ std::vector<PlotFile> write_full_plots(const std::string& dir, const FullResults
 // The SVG plots of the parts that ran.
 std::vector<PlotFile> write_plots(const std::string& dir, const std::vector<InitRow>& init,
                                   const PartBResult& training, const std::vector<DepthRow>& depth);
+
+// Shared by the writers above.
+using CsvRow = std::vector<cli::CsvCell>;
+// A CSV document in memory, written in one atomic step (csv_files.cpp).
+void write_csv(const std::string& path, const std::vector<std::string>& columns,
+               const std::vector<CsvRow>& rows);
+// v as a CSV cell; NaN and infinities as an empty cell (csv_files.cpp).
+cli::CsvCell csv_number(double v);
+// A figure of the study's plots (plots.cpp): 540 px high, so the panels of a
+// grid keep a readable aspect.
+plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
+                    const std::string& y, bool log_y);
 
 }  // namespace gradflow::study

@@ -328,6 +328,14 @@ std::vector<bool> loss_spikes(std::span<const double> loss, int window, double f
   return flags;
 }
 
+std::string significant(double v, int digits) {
+  if (!std::isfinite(v)) return "-";
+  std::ostringstream out;
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
 std::string format_interval(const Interval& interval, int digits, bool show_n) {
   check_digits("format_interval", digits);
   const std::string m = fixed(interval.mean, digits);

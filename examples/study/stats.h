@@ -112,6 +112,10 @@ std::string describe(const Interval& diff, double margin, bool higher_is_better,
 std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
                               int min_history = 5);
 
+// v to `digits` significant figures as a stream prints it ("0.0123",
+// "1.8e+09"); "-" for NaN and infinities, which a report shows as missing.
+std::string significant(double v, int digits = 3);
+
 // "0.912 +- 0.013", with show_n "0.912 +- 0.013 (n = 3)", `digits` decimals.
 // n == 1 (NaN half-width): "0.912 (n = 1, no interval)" whatever show_n.
 // NaN prints as "nan", infinities as "inf" and "-inf".
