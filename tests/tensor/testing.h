@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/creation.h"
+#include "tensor/error.h"
 #include "tensor/tensor.h"
 
 namespace gradflow::testing {
@@ -109,6 +110,17 @@ std::string error_message(F&& fn) {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// The message of the Error that `f` throws, or "" if it returns.
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace gradflow::testing

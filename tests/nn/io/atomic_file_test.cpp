@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tensor/error.h"
+#include "tests/tensor/testing.h"
 
 namespace gradflow {
 namespace {
@@ -44,16 +45,7 @@ class AtomicFileTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// The message of the Error that `f` throws, or "" if it returns.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 std::string pattern_bytes(size_t n) {
   std::string bytes(n, '\0');

@@ -13,6 +13,7 @@
 #include "autograd/ops.h"
 #include "autograd/reference.h"
 #include "tensor/ops.h"
+#include "tests/tensor/testing.h"
 
 namespace gradflow::nn {
 namespace {
@@ -25,16 +26,7 @@ void give_grad(Variable p, const std::vector<double>& g) { p.set_grad(from_vecto
 
 std::vector<double> values(const Variable& p) { return p.data().to_vector(); }
 
-// The message of the Error that `f` throws, or "" if it returns.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 // Same dtype, shape and bytes (NaN payloads included, which == on values cannot check).
 bool same_bytes(const Tensor& a, const Tensor& b) {

@@ -7,20 +7,12 @@
 #include <string>
 
 #include "tensor/error.h"
+#include "tests/tensor/testing.h"
 
 namespace gradflow::nn {
 namespace {
 
-// The message of the Error that `f` throws, or "" if it returns.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(LrSchedule, ConstantIsConstant) {
   LrSchedule s = LrSchedule::constant(3e-4);
