@@ -7,6 +7,7 @@
 #include "examples/study/correlation.h"
 #include "examples/study/full_analysis.h"
 #include "examples/study/stats.h"
+#include "examples/study/verdicts.h"
 
 namespace gradflow::study {
 
@@ -16,12 +17,6 @@ std::string with_interval(const Interval& i, int digits = 2) {
   return i.n == 0 ? "-"
                   : significant(i.mean, digits + 1) + " [" + significant(i.lo, digits + 1) + ", " +
                         significant(i.hi, digits + 1) + "] (n = " + std::to_string(i.n) + ")";
-}
-
-const char* yes_no(bool b) { return b ? "yes" : "no"; }
-
-std::string verdict_of(int passed, int parts) {
-  return passed == parts ? "holds" : passed == 0 ? "does not hold" : "partly holds";
 }
 
 bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode == "qk_l2norm"; }
@@ -154,9 +149,7 @@ Verdict warmup_claim(const std::vector<WarmupEffect>& effects, double pre_ratio,
       significant(pre_ratio) + ", post-LN " + significant(post_ratio);
   const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
   const bool pre_fine = pre_worse == 0;
-  v.verdict = post_needs && pre_fine     ? "holds"
-              : !post_needs && !pre_fine ? "does not hold"
-                                         : "partly holds";
+  v.verdict = verdict_of(post_needs + pre_fine, 2);
   v.reason = "post-LN detectably worse without warm-up for " + std::to_string(post_worse) + " of " +
              std::to_string(post_total) + " modes (needs it: a majority); pre-LN for " +
              std::to_string(pre_worse) + " of " + std::to_string(pre_total) +

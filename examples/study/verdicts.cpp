@@ -39,12 +39,6 @@ int64_t quoted_keys(const std::vector<InitRow>& rows) {
   return n[n.size() / 2];
 }
 
-std::string verdict_of(int passed, int parts) {
-  return passed == parts ? "holds" : passed == 0 ? "does not hold" : "partly holds";
-}
-
-const char* yes_no(bool b) { return b ? "yes" : "no"; }
-
 // A variance claim: measured / expected with its 95% interval at every d_k
 // and n_keys. Passes when every interval lies within 1 +- kVarianceTolerance,
 // fails when one lies wholly outside; else unclear.
@@ -150,6 +144,12 @@ int64_t seeds_of(const std::vector<SettingSummary>& training) {
 }
 
 }  // namespace
+
+std::string verdict_of(int passed, int parts) {
+  return passed == parts ? "holds" : passed == 0 ? "does not hold" : "partly holds";
+}
+
+const char* yes_no(bool b) { return b ? "yes" : "no"; }
 
 std::string format_estimate(const Estimate& e, int digits) {
   if (!std::isfinite(e.mean)) return "-";

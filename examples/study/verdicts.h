@@ -27,6 +27,11 @@ inline constexpr double kUniformEntropy = 0.99;  // and max_weight below 2 / n
 std::vector<Verdict> judge_claims(const std::vector<InitRow>& init,
                                   const std::vector<SettingSummary>& training);
 
+// "holds" when every one of `parts` criteria passed, "does not hold" when
+// none did, else "partly holds".
+std::string verdict_of(int passed, int parts);
+const char* yes_no(bool b);  // a criterion's outcome in a reason
+
 // "0.886 +- 0.002": a Part A estimate with the half-width of its 95% interval.
 std::string format_estimate(const Estimate& e, int digits = 3);
 
