@@ -10,11 +10,17 @@
 namespace gradflow::examples {
 namespace {
 
-TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
-  cli::ArgParser args("t", "");
-  RunFlags run(args);
+// A fresh command line with the shared training flags, as a program has.
+struct Flags {
+  cli::ArgParser args{"t", ""};
+  RunFlags run{args};
   CommonFlags f;
-  add_common_flags(args, run, f);
+  Flags() { add_common_flags(args, run, f); }
+};
+
+TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
+  Flags args_flags;
+  auto& [args, run, f] = args_flags;
   nn::ModelConfig defaults = model_config(f, 10, 8);
   EXPECT_EQ(defaults.positional, "learned");
   EXPECT_EQ(defaults.norm, nn::NormPlacement::Pre);
@@ -42,37 +48,29 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
                                               {"--activation", "tanh"},
                                               {"--dropout", "1"},
                                               {"--dropout", "-0.1"}}) {
-    cli::ArgParser again("t", "");
-    RunFlags run_again(again);
-    CommonFlags g;
-    add_common_flags(again, run_again, g);
+    Flags again_flags;
+    auto& [again, run_again, g] = again_flags;
     EXPECT_THROW(again.parse(bad), cli::UsageError) << bad[0] << " " << bad[1];
   }
 }
 
 TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
-  cli::ArgParser args1("t", "");
-  RunFlags run1(args1);
-  CommonFlags f1;
-  add_common_flags(args1, run1, f1);
+  Flags args1_flags;
+  auto& [args1, run1, f1] = args1_flags;
   args1.parse({"--positional", "sinusoidal", "--norm", "post", "--activation", "relu", "--dropout",
                "0.25"});
   const nn::Metadata saved = run1.to_metadata();
 
-  cli::ArgParser args2("t", "");
-  RunFlags run2(args2);
-  CommonFlags f2;
-  add_common_flags(args2, run2, f2);
+  Flags args2_flags;
+  auto& [args2, run2, f2] = args2_flags;
   run2.restore(saved, {"--steps", "20"});
   EXPECT_EQ(f2.positional, "sinusoidal");
   EXPECT_EQ(f2.norm, "post");
   EXPECT_EQ(f2.activation, "relu");
   EXPECT_EQ(f2.dropout, 0.25);
 
-  cli::ArgParser args3("t", "");
-  RunFlags run3(args3);
-  CommonFlags f3;
-  add_common_flags(args3, run3, f3);
+  Flags args3_flags;
+  auto& [args3, run3, f3] = args3_flags;
   EXPECT_THROW(run3.restore(saved, {"--positional", "rope"}), cli::UsageError);
 
   // A checkpoint written before these flags: their defaults, and another
@@ -83,19 +81,15 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
         kv.first != "flag.--activation" && kv.first != "flag.--dropout")
       old.push_back(kv);
   ASSERT_EQ(old.size() + 4, saved.size());
-  cli::ArgParser args4("t", "");
-  RunFlags run4(args4);
-  CommonFlags f4;
-  add_common_flags(args4, run4, f4);
+  Flags args4_flags;
+  auto& [args4, run4, f4] = args4_flags;
   run4.restore(old, {});
   EXPECT_EQ(f4.positional, "learned");
   EXPECT_EQ(f4.norm, "pre");
   EXPECT_EQ(f4.activation, "gelu");
   EXPECT_EQ(f4.dropout, 0);
-  cli::ArgParser args5("t", "");
-  RunFlags run5(args5);
-  CommonFlags f5;
-  add_common_flags(args5, run5, f5);
+  Flags args5_flags;
+  auto& [args5, run5, f5] = args5_flags;
   EXPECT_THROW(run5.restore(old, {"--norm", "post"}), cli::UsageError);
 }
 
