@@ -1,29 +1,43 @@
-// Part D: gradient flow across depth at initialisation, no training.
+// Gradient flow across depth: two parts, the same question asked at
+// initialisation and in training (Xiong et al. 2020; Noci et al. 2022).
 //
-// Stacks of 1, 2, 4 and 8 encoder layers (bidirectional self-attention, one
-// head of d_k = d_model), pre-LN and post-LN, under each mode, on random
-// tokens with random per-token targets. Per layer: the gradient norms at
-// W_Q, W_V and the feed-forward weights (Xiong et al. 2020: post-LN's grow
-// toward the output), and the mean cosine similarity between the token
-// representations after the layer (Noci et al. 2022: rank collapse, tokens
-// becoming alike with depth, worse with flatter attention). Each figure is a
-// mean over independent draws (a new model and batch), the same draws for
-// every mode.
+//   depth        stacks of 1, 2, 4 and 8 encoder layers (bidirectional
+//                self-attention, one head of d_k = d_model), pre-LN and
+//                post-LN, under each mode, on random tokens with random
+//                per-token targets, no training. Per layer: the gradient
+//                norms at W_Q, W_V and the feed-forward weights, and the mean
+//                cosine similarity between the token representations after
+//                the layer (rank collapse: tokens becoming alike with depth).
+//                Each figure a mean over independent draws (a new model and
+//                batch), the same draws for every mode.
+//   depth-train  (--full) encoder-decoders of 4 layers per stack on the
+//                reverse task, pre- and post-LN, with and without warm-up,
+//                for three modes; each block's gradient norm at every
+//                evaluation. Claim judged here: C11 (post-LN needs warm-up).
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <tuple>
 
 #include "autograd/ops.h"
-#include "examples/study/study.h"
+#include "examples/study/parts.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
 
+DepthOptions depth_options(const Settings& settings) {
+  DepthOptions o;
+  if (settings.full) o.draws = 32;
+  return o;
+}
+
 namespace {
 
-double frobenius(const Variable& w) {
-  return w.grad().defined() ? std::sqrt(sum(mul(w.grad(), w.grad())).item()) : 0.0;
-}
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Mean cosine similarity over pairs of distinct tokens of a sequence,
 // averaged over the batch. Shape: x (B, T, C).
@@ -41,14 +55,14 @@ struct Sample {
 };
 
 Sample one_draw(const std::string& mode, nn::NormPlacement norm, int64_t layers, int64_t draw,
-                const DepthOptions& o) {
+                const Settings& settings, const DepthOptions& o) {
   nn::ModelConfig c;
   c.vocab = o.vocab, c.d_model = o.d_model, c.heads = o.heads, c.layers = layers;
   c.d_ff = o.d_ff, c.max_len = o.seq, c.norm = norm;
   c.head_dim = o.d_model / o.heads;
   c.scale = scale_mode_of(mode);
   // The same generator for every mode and placement: the same weights and batch.
-  Generator gen(o.seed * 1000003 + static_cast<uint64_t>(layers) * 101 +
+  Generator gen(settings.seed * 1000003 + static_cast<uint64_t>(layers) * 101 +
                 static_cast<uint64_t>(draw));
   nn::EncoderClassifier model(/*classes=*/0, c, gen);
   for (const auto& layer : model.encoder->layers) apply_mode_init(*layer->self_attn, mode);
@@ -63,17 +77,114 @@ Sample one_draw(const std::string& mode, nn::NormPlacement norm, int64_t layers,
   Variable logits = model.head->forward(model.final_norm->forward(x));
   nn::cross_entropy(logits, targets).backward();
   for (const auto& layer : model.encoder->layers) {
-    s.wq.push_back(frobenius(layer->self_attn->q_proj->weight));
-    s.wv.push_back(frobenius(layer->self_attn->v_proj->weight));
-    const double fc1 = frobenius(layer->ff->fc1->weight), fc2 = frobenius(layer->ff->fc2->weight);
+    s.wq.push_back(grad_norm(layer->self_attn->q_proj->weight));
+    s.wv.push_back(grad_norm(layer->self_attn->v_proj->weight));
+    const double fc1 = grad_norm(layer->ff->fc1->weight), fc2 = grad_norm(layer->ff->fc2->weight);
     s.ff.push_back(std::sqrt(fc1 * fc1 + fc2 * fc2));
   }
   return s;
 }
 
+std::string depth_table(const DepthOptions& o, const std::vector<DepthRow>& depth) {
+  std::ostringstream md;
+  int64_t deepest = 0;
+  for (const DepthRow& r : depth) deepest = std::max(deepest, r.layers);
+  md << "## depth: depth at initialisation\n\n"
+     << "Encoders of 1, 2, 4 and 8 layers (d_model " << o.d_model << ", one head of "
+     << o.d_model / o.heads << ", d_ff " << o.d_ff << ", " << o.seq << " random tokens, batch "
+     << o.batch << ", cross-entropy against random targets), pre-LN and post-LN, " << o.draws
+     << " draws each (the same for every mode). For the " << deepest
+     << "-layer stack: the gradient at W_Q of the last layer over the first's (post-LN grows "
+        "toward the output, Xiong et al. 2020), and the token cosine after the last layer (toward "
+        "1 is rank collapse, Noci et al. 2022); depth_metrics.csv has every layer and depth.\n\n"
+     << "| mode | placement | W_Q grad, first layer | last layer | last / first | "
+        "token cosine, last layer |\n|---|---|---|---|---|---|\n";
+  for (const std::string& mode : study_modes())
+    for (const char* placement : {"pre_ln", "post_ln"}) {
+      const DepthRow *first = nullptr, *last = nullptr;
+      for (const DepthRow& r : depth)
+        if (r.mode == mode && r.norm_placement == placement && r.layers == deepest) {
+          if (r.layer == 0) first = &r;
+          if (r.layer == deepest - 1) last = &r;
+        }
+      if (!first || !last) continue;
+      md << "| " << mode << " | " << placement << " | " << format_estimate(first->grad_norm_wq)
+         << " | " << format_estimate(last->grad_norm_wq) << " | "
+         << significant(last->grad_norm_wq.mean / first->grad_norm_wq.mean) << " | "
+         << format_estimate(last->token_cosine) << " |\n";
+    }
+  md << "\n";
+  return md.str();
+}
+
+CsvFile depth_csv(const std::vector<DepthRow>& depth) {
+  // The estimates first, then their standard errors and the draws.
+  const std::vector<Interval DepthRow::*> fields = {
+      &DepthRow::grad_norm_wq, &DepthRow::grad_norm_wv, &DepthRow::grad_norm_ff,
+      &DepthRow::token_cosine};
+  std::vector<std::string> columns = {"mode",         "norm_placement", "layers",
+                                      "layer",        "grad_norm_wq",   "grad_norm_wv",
+                                      "grad_norm_ff", "token_cosine"};
+  for (size_t i = 4; i < 8; ++i) columns.push_back(columns[i] + "_se");
+  columns.push_back("draws");
+  std::vector<CsvRow> rows;
+  for (const DepthRow& r : depth) {
+    CsvRow row = {r.mode, r.norm_placement, r.layers, r.layer};
+    for (auto field : fields) row.push_back(csv_number((r.*field).mean));
+    for (auto field : fields) row.push_back(csv_number((r.*field).se));
+    row.push_back(r.draws);
+    rows.push_back(row);
+  }
+  return {"depth_metrics.csv", columns, rows};
+}
+
+std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
+  std::vector<PlotFile> out;
+  int64_t deepest = 0;
+  for (const DepthRow& r : depth) deepest = std::max(deepest, r.layers);
+  auto depth_panels = [&](const std::string& y, bool log_y, Interval DepthRow::*field) {
+    std::vector<plot::Figure> panels;
+    for (const char* placement : {"pre_ln", "post_ln"}) {
+      plot::Figure f = figure(std::string(placement) + ", " + std::to_string(deepest) + " layers",
+                              "layer (0 = nearest the input)", false, y, log_y);
+      for (const std::string& mode : study_modes()) {
+        plot::Series s = mode_series(mode);
+        s.markers = true;
+        for (const DepthRow& r : depth) {
+          if (r.mode != mode || r.norm_placement != placement || r.layers != deepest) continue;
+          const Interval& e = r.*field;
+          s.x.push_back(static_cast<double>(r.layer));
+          s.y.push_back(e.mean);
+          s.lo.push_back(e.mean - 1.96 * e.se);
+          s.hi.push_back(e.mean + 1.96 * e.se);
+        }
+        f.series.push_back(s);
+      }
+      panels.push_back(f);
+    }
+    return panels;
+  };
+  out.push_back(
+      {"depth_gradients.svg",
+       plot::render_svg_grid(depth_panels("||dL/dW_Q||_F", true, &DepthRow::grad_norm_wq), 2,
+                             {.share_y = true, .legend_once = true}),
+       "Gradient norm at W_Q of each layer of an initialised " + std::to_string(deepest) +
+           "-layer encoder against the layer's index, pre-LN and post-LN (log y): means over "
+           "draws with 95% intervals."});
+  out.push_back(
+      {"depth_cosine.svg",
+       plot::render_svg_grid(depth_panels("mean token cosine", false, &DepthRow::token_cosine), 2,
+                             {.share_y = true, .legend_once = true}),
+       "Mean cosine similarity between the token representations after each layer of an "
+       "initialised " +
+           std::to_string(deepest) +
+           "-layer encoder, pre-LN and post-LN: toward 1 is rank collapse."});
+  return out;
+}
+
 }  // namespace
 
-std::vector<DepthRow> run_depth_probe(const DepthOptions& o, const ProgressFn& progress) {
+std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& o) {
   if (o.heads < 1 || o.d_model % o.heads != 0)
     fail("scaling_study: the depth probe's d_model must be a multiple of its heads");
   struct Job {
@@ -87,27 +198,202 @@ std::vector<DepthRow> run_depth_probe(const DepthOptions& o, const ProgressFn& p
       for (int64_t layers : o.depths) jobs.push_back({mode, norm, layers});
   std::vector<std::vector<DepthRow>> rows(jobs.size());
   run_jobs(
-      "the depth probe", jobs.size(), o.threads,
+      "depth", jobs.size(), settings.threads,
       [&](size_t i) {
         const Job& job = jobs[i];
         std::vector<Sample> draws;
         for (int64_t d = 0; d < o.draws; ++d)
-          draws.push_back(one_draw(job.mode, job.norm, job.layers, d, o));
+          draws.push_back(one_draw(job.mode, job.norm, job.layers, d, settings, o));
         for (int64_t layer = 0; layer < job.layers; ++layer) {
           auto across = [&](std::vector<double> Sample::*field) {
             std::vector<double> v;
             for (const Sample& s : draws) v.push_back((s.*field)[static_cast<size_t>(layer)]);
-            return estimate_of(v);
+            return mean_and_se(v);
           };
           rows[i].push_back({job.mode, job.norm == nn::NormPlacement::Pre ? "pre_ln" : "post_ln",
                              job.layers, layer, o.draws, across(&Sample::wq), across(&Sample::wv),
                              across(&Sample::ff), across(&Sample::cosine)});
         }
       },
-      progress);
+      settings.progress_for("depth: depth at initialisation", "stack"));
   std::vector<DepthRow> out;
   for (auto& r : rows) out.insert(out.end(), r.begin(), r.end());
   return out;
+}
+
+Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& depth) {
+  Section s{.part = "depth"};
+  if (depth.empty()) return s;
+  s.markdown = depth_table(options, depth);
+  s.csvs.push_back(depth_csv(depth));
+  s.plots = depth_figures(depth);
+  return s;
+}
+
+// ---- depth-train --------------------------------------------------------------
+
+DepthTrainOptions depth_train_options(const Settings& settings) {
+  DepthTrainOptions o;
+  if (settings.seeds > 0) o.seeds = settings.seeds;
+  if (settings.steps > 0) o.steps = settings.steps;
+  return o;
+}
+
+DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& o) {
+  std::vector<RunSpec> runs;
+  for (const char* placement : {"pre_ln", "post_ln"})
+    for (bool warmup : {true, false})
+      for (const std::string& mode : o.modes)
+        for (int64_t seed = 0; seed < o.seeds; ++seed) {
+          RunSpec spec;
+          spec.task = reverse_setup();
+          spec.task.layers = o.layers, spec.task.steps = o.steps, spec.task.lr = o.lr;
+          // d_k = d_model: the mode matters as much as it does at d_k 32.
+          spec.key = {"reverse", mode, spec.task.d_model, seed};
+          spec.pre_ln = std::string(placement) == "pre_ln";
+          spec.warmup = warmup;
+          spec.record_blocks = true;
+          spec.seed = settings.seed;
+          runs.push_back(spec);
+        }
+  std::vector<RunOutput> outputs =
+      train_all("depth-train", runs, settings,
+                settings.progress_for("depth-train: depth in training", "run"));
+  DepthTrainResult result;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RunSpec& spec = runs[i];
+    const std::string placement = spec.pre_ln ? "pre_ln" : "post_ln";
+    for (const BlockRow& b : outputs[i].blocks)
+      result.rows.push_back({placement, spec.key.mode, spec.warmup, spec.key.seed, b.step, b.loss,
+                             b.layer, b.grad_norm});
+    result.runs.push_back({placement, spec.warmup, outputs[i].final});
+  }
+  return result;
+}
+
+std::vector<WarmupEffect> warmup_effects(const DepthTrainResult& depth) {
+  std::map<std::tuple<std::string, std::string, bool>, std::map<int64_t, double>> loss;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const DepthTrainRun& r : depth.runs) {
+    loss[{r.norm_placement, r.run.run.mode, r.warmup}][r.run.run.seed] = capped_loss(r.run);
+    std::pair<std::string, std::string> key{r.norm_placement, r.run.run.mode};
+    if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
+  }
+  std::vector<WarmupEffect> out;
+  for (const auto& [placement, mode] : order) {
+    WarmupEffect e{placement, mode, Interval{kNaN, kNaN, kNaN, kNaN, 0}};
+    const auto& with = loss[{placement, mode, true}];
+    std::vector<double> a, b;
+    for (const auto& [seed, l] : loss[{placement, mode, false}])
+      if (with.count(seed)) a.push_back(l), b.push_back(with.at(seed));
+    if (!a.empty()) {
+      e.no_warmup_minus_warmup = paired_difference(a, b);
+      e.verdict = compare(e.no_warmup_minus_warmup, kSensitivityMargin, false);
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+double output_to_input_gradient(const DepthTrainResult& depth, const std::string& placement) {
+  // Per run (mode, warm-up, seed) at step 0: the last block's norm over the first's.
+  std::map<std::tuple<std::string, bool, int64_t>, std::pair<double, double>> ends;
+  for (const DepthTrainRow& r : depth.rows) {
+    if (r.norm_placement != placement || r.step != 0) continue;
+    auto& [first, last] = ends[{r.mode, r.warmup, r.seed}];
+    if (r.layer == "enc0") first = r.grad_norm;
+    last = r.grad_norm;  // rows run from the input side to the output side
+  }
+  double sum = 0, n = 0;
+  for (const auto& [key, v] : ends)
+    if (v.first > 0) sum += v.second / v.first, ++n;
+  return n ? sum / n : kNaN;
+}
+
+// C11: without warm-up post-LN ends detectably worse; pre-LN does not.
+Verdict warmup_claim(const DepthTrainResult& depth) {
+  const std::vector<WarmupEffect> effects = warmup_effects(depth);
+  const double pre_ratio = output_to_input_gradient(depth, "pre_ln"),
+               post_ratio = output_to_input_gradient(depth, "post_ln");
+  Verdict v{"C11", "post-LN needs learning-rate warm-up where pre-LN does not"};
+  v.why =
+      "In post-LN the gradients of the layers near the output are large at initialisation, "
+      "so early full-size Adam steps can wreck them; pre-LN's gradients are even across "
+      "depth (Xiong et al. 2020).";
+  int post_worse = 0, post_total = 0, pre_worse = 0, pre_total = 0;
+  for (const WarmupEffect& e : effects) {
+    const bool worse = e.verdict == Comparison::Worse;
+    (e.placement == "post_ln" ? post_total : pre_total) += 1;
+    (e.placement == "post_ln" ? post_worse : pre_worse) += worse;
+    v.measured += (v.measured.empty() ? "" : "; ") + e.placement + " " + e.mode +
+                  ": loss without warm-up minus with " +
+                  format_interval(e.no_warmup_minus_warmup, 3, true);
+  }
+  v.measured +=
+      "; gradient norm of the block nearest the output over the one nearest the "
+      "input at the first step: pre-LN " +
+      significant(pre_ratio) + ", post-LN " + significant(post_ratio);
+  const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
+  const bool pre_fine = pre_worse == 0;
+  v.verdict = verdict_of(post_needs + pre_fine, 2);
+  v.reason = "post-LN detectably worse without warm-up for " + std::to_string(post_worse) + " of " +
+             std::to_string(post_total) + " modes (needs it: a majority); pre-LN for " +
+             std::to_string(pre_worse) + " of " + std::to_string(pre_total) +
+             " (does not: none); margin " + significant(kSensitivityMargin) + " nats";
+  return v;
+}
+
+Section depth_train_section(const DepthTrainOptions& o, const DepthTrainResult& depth) {
+  Section sec{.part = "depth-train"};
+  if (depth.runs.empty()) return sec;
+  sec.claims = {warmup_claim(depth)};
+  std::ostringstream md;
+  md << "## depth-train: depth in training\n\n"
+     << "Encoder-decoders of " << o.layers << " layers per stack on the reverse task, " << o.steps
+     << " steps at lr " << significant(o.lr, 2) << ", " << o.seeds
+     << " seeds, pre-LN and post-LN, with a linear warm-up over 5% of the steps or none. "
+        "depth_train.csv has every block's gradient norm at every evaluation. Gradient norm "
+        "of the block nearest the output over the one nearest the input at the first step: "
+        "pre-LN "
+     << significant(output_to_input_gradient(depth, "pre_ln")) << ", post-LN "
+     << significant(output_to_input_gradient(depth, "post_ln")) << ".\n\n"
+     << "| placement | mode | final loss without warm-up minus with (nats) | verdict |\n"
+        "|---|---|---|---|\n";
+  for (const WarmupEffect& e : warmup_effects(depth))
+    md << "| " << e.placement << " | " << e.mode << " | "
+       << interval_text(e.no_warmup_minus_warmup, 3) << " | " << lower_higher(e.verdict) << " |\n";
+  md << "\n";
+  sec.markdown = md.str();
+  std::vector<CsvRow> rows;
+  for (const DepthTrainRow& r : depth.rows)
+    rows.push_back({r.norm_placement, r.warmup, r.mode, r.seed, r.step, csv_number(r.loss), r.layer,
+                    csv_number(r.grad_norm)});
+  sec.csvs.push_back(
+      {"depth_train.csv",
+       {"norm_placement", "warmup", "mode", "seed", "step", "loss", "layer", "grad_norm"},
+       rows});
+  std::vector<plot::Figure> panels;
+  for (const char* placement : {"pre_ln", "post_ln"})
+    for (bool warmup : {true, false}) {
+      plot::Figure f = figure(std::string(placement) + (warmup ? ", warm-up" : ", no warm-up"),
+                              "step", false, "training loss", true);
+      for (const std::string& mode : study_modes()) {
+        std::map<double, std::vector<double>> at;
+        for (const DepthTrainRow& r : depth.rows)
+          if (r.norm_placement == placement && r.warmup == warmup && r.mode == mode &&
+              r.layer == "enc0")
+            at[static_cast<double>(r.step)].push_back(r.loss);
+        plot::Series s = mean_series(mode, at, mode == kDefaultMode);
+        s.markers = false;
+        f.series.push_back(s);
+      }
+      panels.push_back(f);
+    }
+  sec.plots.push_back({"depth_train_loss.svg",
+                       plot::render_svg_grid(panels, 2, {.share_y = true, .legend_once = true}),
+                       "Training loss of 4-layer encoder-decoders against step, pre-LN and post-LN "
+                       "with and without warm-up, log y: mean over seeds with its 95% interval."});
+  return sec;
 }
 
 }  // namespace gradflow::study

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <limits>
 #include <numbers>
+#include <numeric>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -161,15 +162,6 @@ double sorted_quantile(const std::vector<double>& sorted, double p) {
   return sorted[i] + (h - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]);
 }
 
-// The middle value of v, or the mean of the two middle values; reorders v.
-double median_of(std::vector<double>& v) {
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  const double below = *std::max_element(v.begin(), v.begin() + mid);
-  return below + (v[mid] - below) / 2;
-}
-
 // v with `digits` decimals; "nan", "inf", "-inf" for the rest.
 std::string fixed(double v, int digits) {
   if (std::isnan(v)) return "nan";
@@ -179,11 +171,48 @@ std::string fixed(double v, int digits) {
   return out.str();
 }
 
-// v as printf's %g would show it: "1", "0.01", "95".
-std::string general(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
+// Ranks 1..n, ties sharing the mean of the ranks they span.
+std::vector<double> ranks(std::span<const double> v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&v](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double shared = (static_cast<double>(i + j) / 2) + 1;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = shared;
+    i = j + 1;
+  }
+  return r;
+}
+
+double pearson(const std::vector<double>& a, const std::vector<double>& b) {
+  const double n = static_cast<double>(a.size());
+  const double ma = std::accumulate(a.begin(), a.end(), 0.0) / n,
+               mb = std::accumulate(b.begin(), b.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : kNaN;
+}
+
+void check_pairs(const char* fn, std::span<const double> x, std::span<const double> y) {
+  if (x.size() != y.size() || x.size() < 2)
+    fail(fn, ": needs two equally long samples of at least 2, got ", x.size(), " and ", y.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i])) fail(fn, ": pair ", i, " is not finite");
+}
+
+// The Wilson score interval of hits / n.
+std::pair<double, double> wilson(int64_t hits, int64_t n, double z) {
+  const double p = static_cast<double>(hits) / static_cast<double>(n), nn = static_cast<double>(n);
+  const double centre = (p + z * z / (2 * nn)) / (1 + z * z / nn);
+  const double half = z / (1 + z * z / nn) * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+  return {centre - half, centre + half};
 }
 
 }  // namespace
@@ -293,7 +322,7 @@ std::string describe(const Interval& diff, double margin, bool higher_is_better,
     return "no detectable difference with " + seeds + " (difference " + fixed(diff.mean, digits) +
            u + ", no interval)";
   const std::string interval =
-      general(100 * diff.confidence) + "% " +
+      significant(100 * diff.confidence, 6) + "% " +
       (diff.method == IntervalMethod::StudentT              ? "t-interval"
        : diff.method == IntervalMethod::PercentileBootstrap ? "bootstrap interval"
                                                             : "score interval");
@@ -303,29 +332,12 @@ std::string describe(const Interval& diff, double margin, bool higher_is_better,
   if (c != Comparison::NoDetectableDifference)
     return std::string(c == Comparison::Better ? "better" : "worse") + " by " +
            fixed(std::abs(diff.mean), digits) + plus_minus + " (n = " + std::to_string(diff.n) +
-           ", " + interval + " excludes 0, margin " + general(margin) + ")";
+           ", " + interval + " excludes 0, margin " + significant(margin, 6) + ")";
   const std::string detail = " (difference " + fixed(diff.mean, digits) + plus_minus + ", " +
                              interval + (excludes_zero ? " excludes 0)" : " includes 0)");
   if (excludes_zero && std::abs(diff.mean) <= margin)
-    return "difference within margin " + general(margin) + " with " + seeds + detail;
+    return "difference within margin " + significant(margin, 6) + " with " + seeds + detail;
   return "no detectable difference with " + seeds + detail;
-}
-
-std::vector<bool> loss_spikes(std::span<const double> loss, int window, double factor,
-                              int min_history) {
-  if (window < 1) fail("loss_spikes: window must be >= 1, got ", window);
-  if (min_history < 1) fail("loss_spikes: min_history must be >= 1, got ", min_history);
-  if (!(factor > 0)) fail("loss_spikes: factor must be > 0, got ", factor);
-  std::vector<bool> flags(loss.size(), false);
-  std::vector<double> recent;
-  for (size_t i = static_cast<size_t>(min_history); i < loss.size(); ++i) {
-    recent.clear();
-    for (size_t j = i - std::min(i, static_cast<size_t>(window)); j < i; ++j)
-      if (std::isfinite(loss[j])) recent.push_back(loss[j]);
-    if (recent.empty()) continue;
-    flags[i] = !std::isfinite(loss[i]) || loss[i] > factor * median_of(recent);
-  }
-  return flags;
 }
 
 std::string significant(double v, int digits) {
@@ -343,6 +355,92 @@ std::string format_interval(const Interval& interval, int digits, bool show_n) {
     return m + " (n = " + std::to_string(interval.n) + ", no interval)";
   std::string out = m + " +- " + fixed(interval.half_width, digits);
   if (show_n) out += " (n = " + std::to_string(interval.n) + ")";
+  return out;
+}
+
+Interval mean_and_se(double mean, double se, int64_t n) {
+  const double half = 1.96 * se;
+  return {mean, half, mean - half, mean + half, n, 0.95, IntervalMethod::NormalMean, se};
+}
+
+Interval mean_and_se(const std::vector<double>& draws) {
+  const double n = static_cast<double>(draws.size());
+  if (draws.empty()) return mean_and_se(kNaN, kNaN, 0);
+  double mean = 0;
+  for (double x : draws) mean += x;
+  mean /= n;
+  if (draws.size() < 2) return mean_and_se(mean, kNaN, 1);
+  double ss = 0;
+  for (double x : draws) ss += (x - mean) * (x - mean);
+  return mean_and_se(mean, std::sqrt(ss / (n - 1) / n), static_cast<int64_t>(draws.size()));
+}
+
+std::string format_estimate(const Interval& e, int digits) {
+  if (!std::isfinite(e.mean)) return "-";
+  return significant(e.mean, digits) + " +- " + significant(e.half_width, 2);
+}
+
+std::string format_bounds(const Interval& i, int digits) {
+  if (i.n == 0) return "-";
+  return significant(i.mean, digits + 1) + " [" + significant(i.lo, digits + 1) + ", " +
+         significant(i.hi, digits + 1) + "] (n = " + std::to_string(i.n) + ")";
+}
+
+double spearman(std::span<const double> x, std::span<const double> y) {
+  check_pairs("spearman", x, y);
+  return pearson(ranks(x), ranks(y));
+}
+
+Interval spearman_interval(std::span<const double> x, std::span<const double> y, int resamples,
+                           uint64_t seed, double confidence) {
+  check_pairs("spearman_interval", x, y);
+  if (resamples < 1) fail("spearman_interval: resamples must be >= 1, got ", resamples);
+  Interval out{spearman(x, y),
+               kNaN,
+               kNaN,
+               kNaN,
+               static_cast<int64_t>(x.size()),
+               confidence,
+               IntervalMethod::PercentileBootstrap};
+  std::vector<double> rhos, a(x.size()), b(x.size());
+  uint64_t state = seed;
+  for (int r = 0; r < resamples; ++r) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t pick = static_cast<size_t>(splitmix64(state) % x.size());
+      a[i] = x[pick], b[i] = y[pick];
+    }
+    const double rho = pearson(ranks(a), ranks(b));
+    if (std::isfinite(rho)) rhos.push_back(rho);
+  }
+  if (rhos.size() < 2) return out;
+  std::sort(rhos.begin(), rhos.end());
+  out.lo = sorted_quantile(rhos, (1 - confidence) / 2);
+  out.hi = sorted_quantile(rhos, 1 - (1 - confidence) / 2);
+  out.half_width = (out.hi - out.lo) / 2;
+  return out;
+}
+
+Interval proportion_difference(int64_t hits1, int64_t n1, int64_t hits2, int64_t n2,
+                               double confidence) {
+  if (n1 < 1 || n2 < 1 || hits1 < 0 || hits2 < 0 || hits1 > n1 || hits2 > n2)
+    fail("proportion_difference: needs 0 <= hits <= n and n >= 1, got ", hits1, "/", n1, " and ",
+         hits2, "/", n2);
+  const double z =
+      student_t_quantile(1 - (1 - confidence) / 2, std::numeric_limits<double>::infinity());
+  const double p1 = static_cast<double>(hits1) / static_cast<double>(n1),
+               p2 = static_cast<double>(hits2) / static_cast<double>(n2);
+  const auto [l1, u1] = wilson(hits1, n1, z);
+  const auto [l2, u2] = wilson(hits2, n2, z);
+  const double d = p1 - p2;
+  Interval out{d,
+               kNaN,
+               d - std::sqrt((p1 - l1) * (p1 - l1) + (u2 - p2) * (u2 - p2)),
+               d + std::sqrt((u1 - p1) * (u1 - p1) + (p2 - l2) * (p2 - l2)),
+               n1 + n2,
+               confidence,
+               IntervalMethod::NewcombeScore};
+  out.lo = std::max(out.lo, -1.0), out.hi = std::min(out.hi, 1.0);  // rounding at the edges
+  out.half_width = (out.hi - out.lo) / 2;
   return out;
 }
 

@@ -1,7 +1,9 @@
-// Statistics for the study's seed comparisons: means with Student-t and
-// percentile-bootstrap intervals, paired differences between two settings
-// run on the same seeds, the decision rule that turns a difference into a
-// verdict, and loss-spike flags for training curves.
+// The study's statistics: one Interval type and its constructors (a mean and
+// its standard error over independent draws, Student-t over seeds, the
+// percentile bootstrap), paired differences between two settings run on the
+// same seeds, the decision rule that turns a difference into a verdict,
+// association across runs (Spearman's rho, a difference of proportions),
+// loss-spike flags for training curves, and the report's number formats.
 //
 // Notation: xs holds n values x_i (one per seed), m is their mean,
 // s their sample standard deviation (divisor n - 1), t_{p, df} the p-quantile
@@ -9,19 +11,20 @@
 //
 // Non-finite inputs: every function taking samples throws if a value is NaN
 // or infinite (a diverged run must be counted or dropped by the caller, on
-// purpose), except loss_spikes, which flags them.
+// purpose).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace gradflow::study {
 
-// How an interval was made; NewcombeScore is correlation.h's interval of a
-// difference of proportions.
-enum class IntervalMethod { StudentT, PercentileBootstrap, NewcombeScore };
+// How an interval was made: NormalMean is mean_and_se's (many draws),
+// NewcombeScore proportion_difference's.
+enum class IntervalMethod { StudentT, PercentileBootstrap, NewcombeScore, NormalMean };
 
 // A mean with a two-sided interval at the given confidence.
 // With n == 1 there is no interval: half_width, lo and hi are NaN.
@@ -34,7 +37,15 @@ struct Interval {
   int64_t n = 0;
   double confidence = 0.95;
   IntervalMethod method = IntervalMethod::StudentT;
+  double se = std::numeric_limits<double>::quiet_NaN();  // the standard error, where known
 };
+
+// An estimate over many independent draws: m = (1/n) sum x_i, its standard
+// error sqrt(sum (x_i - m)^2 / (n - 1) / n), and m +- 1.96 se (normal: the
+// draws are many). Empty: NaN with n = 0; one draw: se NaN.
+Interval mean_and_se(const std::vector<double>& draws);
+// The same from a mean and standard error already known (n draws).
+Interval mean_and_se(double mean, double se, int64_t n);
 
 // m = (1/n) sum x_i, computed as x_0 + mean of (x_i - x_0) so that equal
 // values give exactly that value.
@@ -104,22 +115,40 @@ Comparison compare(const Interval& diff, double margin, bool higher_is_better);
 std::string describe(const Interval& diff, double margin, bool higher_is_better,
                      const std::string& unit, int digits = 1);
 
-// flags[i] = loss[i] > factor * median(finite values of loss[i-window .. i-1]).
-// Indices with fewer than min_history previous values, or whose window holds
-// no finite value, are never flagged; a non-finite loss[i] past that point is
-// always flagged and is left out of later windows.
-// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
-std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
-                              int min_history = 5);
-
 // v to `digits` significant figures as a stream prints it ("0.0123",
 // "1.8e+09"); "-" for NaN and infinities, which a report shows as missing.
 std::string significant(double v, int digits = 3);
+
+// "0.886 +- 0.002": an estimate to `digits` significant figures and the
+// half-width of its 95% interval to 2; "-" when the mean is not finite.
+std::string format_estimate(const Interval& e, int digits = 3);
+
+// "-0.84 [-0.90, -0.76] (n = 108)": to digits + 1 significant figures; "-" for n = 0.
+std::string format_bounds(const Interval& i, int digits = 2);
 
 // "0.912 +- 0.013", with show_n "0.912 +- 0.013 (n = 3)", `digits` decimals.
 // n == 1 (NaN half-width): "0.912 (n = 1, no interval)" whatever show_n.
 // NaN prints as "nan", infinities as "inf" and "-inf".
 // REQUIRES: 0 <= digits <= 17.
 std::string format_interval(const Interval& interval, int digits, bool show_n = false);
+
+// ---- Association across runs --------------------------------------------------
+// Spearman's rho: Pearson's correlation of the ranks of x and of y (ties get
+// their average rank). NaN when either has fewer than two distinct values.
+// REQUIRES: x.size() == y.size() >= 2, all finite (else Error).
+double spearman(std::span<const double> x, std::span<const double> y);
+
+// rho with a percentile bootstrap interval over `resamples` resamplings of
+// the pairs (splitmix64 from `seed`: the same everywhere); resamples whose
+// rho is NaN are dropped. n is the number of pairs.
+Interval spearman_interval(std::span<const double> x, std::span<const double> y, int resamples,
+                           uint64_t seed, double confidence = 0.95);
+
+// p1 - p2 for p1 = hits1 / n1 and p2 = hits2 / n2, with Newcombe's hybrid
+// score interval (method 10 of Newcombe 1998, from two Wilson intervals),
+// which stays inside [-1, 1] and behaves at 0 and n hits. n = n1 + n2.
+// REQUIRES: 0 <= hits <= n, n1, n2 >= 1 (else Error).
+Interval proportion_difference(int64_t hits1, int64_t n1, int64_t hits2, int64_t n2,
+                               double confidence = 0.95);
 
 }  // namespace gradflow::study

@@ -1,22 +1,34 @@
-// The attention-scaling study: what it measures and the rows it produces.
+// The attention-scaling study: what every part shares.
 //
-//   Part A  attention at initialisation, as estimates over many random draws
-//   Part B  small transformers trained under each mode, over several seeds
-//   Part D  a depth probe at initialisation: 1 to 8 layers, pre- and post-LN
+// The study is six parts, each in one file that holds its runs, its claims
+// with their verdicts, its tables and its figures (parts.h lists them):
 //
-// report.cpp turns the rows into report.md, CSV files and SVG plots; every
-// number in the report comes from these rows. docs/study.md explains the
-// claims, the metrics and the literature.
+//   init         init.cpp, init_layer.cpp  attention at initialisation
+//   train        train.cpp                 small transformers trained per mode
+//   depth        depth.cpp                 gradient flow across depth at init
+//   lr           lr.cpp                    (--full) learning-rate sensitivity
+//   width        width.cpp                 (--full) width and muP
+//   depth-train  depth.cpp                 (--full) depth in training
+//
+// This header holds what they share: the arms compared, the run's Settings,
+// the job runner, the attention metrics, one training run (training_run.cpp)
+// and the Section each part returns to the report (report.cpp).
+// docs/study.md explains the claims, the metrics and the literature.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "examples/common/csv_log.h"
+#include "examples/common/svg_plot.h"
+#include "examples/study/stats.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
+#include "tensor/random.h"
 
 namespace gradflow::study {
 
@@ -27,7 +39,7 @@ namespace gradflow::study {
 // smaller, so its logits start with the variance of 1/sqrt(d_k)'s. It
 // separates saturation at initialisation from what training does to an
 // unscaled layer. Last the two modes only --full trains: qk_l2norm and
-// learned_log. Parts A and D (cheap) measure every arm.
+// learned_log. The parts at initialisation (cheap) measure every arm.
 const std::vector<std::string>& study_modes();
 // The arms the default run trains: study_modes() but the last two.
 const std::vector<std::string>& default_modes();
@@ -39,15 +51,29 @@ nn::ScaleMode scale_mode_of(const std::string& mode);  // the control: None
 // control changes anything).
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);
 
-// A mean over independent draws and its standard error (sd / sqrt(draws)).
-struct Estimate {
-  double mean = 0, se = 0;
-};
-Estimate estimate_of(const std::vector<double>& draws);
-
+// ---- The run's settings -------------------------------------------------------
 // Units of work done, for a progress display: progress(done, total).
 using ProgressFn = std::function<void(size_t done, size_t total)>;
 
+// What every part receives. A part's own sizes (draws, grids, steps) are its
+// defaults, made larger by `full`; `seeds` and `steps`, when set, replace
+// every training part's.
+struct Settings {
+  uint64_t seed = 0;                 // the base seed: every generator of the run derives from it
+  int threads = 2;                   // jobs run side by side, each on one thread
+  bool full = false;                 // more seeds, more draws, more arms
+  int64_t seeds = 0, steps = 0;      // 0: each part's own
+  std::vector<std::string> modes{};  // the arms the train and lr parts train; empty: their own
+  // A progress display for a part: progress(title, unit) gives the function
+  // its jobs report to; unset, nothing is shown.
+  std::function<ProgressFn(const std::string& title, const std::string& unit)> progress{};
+
+  ProgressFn progress_for(const std::string& title, const std::string& unit) const {
+    return progress ? progress(title, unit) : ProgressFn();
+  }
+};
+
+// ---- Running jobs side by side --------------------------------------------------
 // Thrown by run_jobs when a stop signal (examples/common/signals.h: SIGINT,
 // SIGTERM, SIGHUP) came while a StopSignals guard lived: no job starts after
 // it, and a long job may end early by calling check_stop().
@@ -59,83 +85,78 @@ class Interrupted : public std::exception {
 
  private:
   int signal_;
-  std::string message_;  // "SIGTERM in Part B (57 of 126 runs done)"
+  std::string message_;  // "SIGTERM in train (57 of 126 done)"
 };
 
 // Throws (anything: run_jobs reports Interrupted) if a stop signal came.
 void check_stop();
 
 // Runs job(0) ... job(count - 1) on `threads` threads, each job on one
-// thread (so each job's kernels run single-threaded), jobs taken in index
-// order; progress is called with 0 done before the first job starts and
-// after each, one call at a time. Jobs must write
+// thread, jobs taken in index order; progress is called with 0 done before
+// the first job starts and after each, one call at a time. Jobs must write
 // only their own results, so the output does not depend on the thread count.
 // Throws Interrupted after a stop signal, else Error naming `part` with the
-// first job's error.
+// first job's error. (Why not tensor/parallel.h's pool: a job must run its
+// kernels exactly as a one-thread run does, but inside the pool's work a
+// product is still cut into num_threads() pieces, which rounds differently;
+// and the study needs jobs handed out one at a time, costliest first.)
 void run_jobs(const std::string& part, size_t count, int threads,
               const std::function<void(size_t)>& job, const ProgressFn& progress);
 
-// ---- Part A: at initialisation ------------------------------------------------
-struct InitRow {
-  std::string mode;
-  int64_t d_k = 0, n_keys = 0;
-  // Independent unit-variance q and k, the seeds' setting (C1 to C6): a
-  // draw is `queries` queries against n_keys keys, fresh for every mode.
-  // Not measured for the control (its q and k are not unit-variance).
-  int64_t draws = 0;
-  double logit_var_theory = 0;  // d_k s^2; NaN where there is no closed form
-  Estimate logit_var, entropy_norm, max_weight, jacobian_norm;
-  // A freshly initialised attention layer (d_model 64, one head of size
-  // d_k, n_keys tokens of N(0, 1) input, loss <output, r> for a random r):
-  // a layer draw is a new layer and a new input, the same for every mode.
-  int64_t layer_draws = 0;
-  Estimate layer_logit_var, layer_entropy_norm, layer_max_weight;
-  Estimate grad_norm_scores;  // ||dL/dS||_F at the softmax input S = s q.k
-  Estimate grad_norm_wq, grad_norm_wk, grad_norm_wv, grad_ratio_qv;  // ratio ||W_Q|| / ||W_V||
+// ---- Attention metrics (names as in docs/study.md) ----------------------------------
+// weights and logits (..., T, S): one row of S key weights per query. mask,
+// if defined, broadcasts to that shape and is 1 where a key is hidden;
+// hidden keys are left out of every statistic, and a row's entropy is
+// normalised by the log of its own number of visible keys.
+struct AttentionStats {
+  double entropy_norm = 0;   // mean over rows of H(p) / log(n), 1 = uniform, 0 = one-hot
+  double max_weight = 0;     // mean over rows of max_j p_j
+  double jacobian_norm = 0;  // mean over rows of ||diag(p) - p p^T||_F
+  double max_logit = 0;      // largest |logit| over visible entries
+  int64_t rows = 0;          // rows with at least two visible keys
 };
+AttentionStats attention_stats(const Tensor& weights, const Tensor& logits, const Tensor& mask);
 
-struct PartAOptions {
-  std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
-  std::vector<int64_t> n_keys = {8, 64, 512};
-  // Random q, k: max(draws, draws x 64 / n_keys) draws of `queries` x n_keys.
-  int64_t draws = 256, queries = 16;
-  // Layer draws: max(8, layer_rows / n_keys), each a new layer on n_keys tokens.
-  int64_t layer_rows = 1024, d_model = 64;
-  uint64_t seed = 0;
-  int threads = 2;
-};
+// ||diag(p) - p p^T||_F for one distribution p, in closed form:
+// sum p^2 - 2 sum p^3 + (sum p^2)^2 under the square root.
+double softmax_jacobian_norm(const double* p, int64_t n);
 
-std::vector<InitRow> run_part_a(const PartAOptions& options, const ProgressFn& progress = {});
+// Sample variance (divide by n - 1) of every element.
+double sample_variance(const Tensor& t);
 
-// ---- Part B: in training --------------------------------------------------------
-// The tasks: "reverse" (an encoder-decoder outputs its input backwards) and
-// "recall" (a decoder-only model answers queries about key-value pairs it
-// has read: nn/data/recall_task.h).
+// Standard deviation (divide by n - 1) of the entries of `values` where
+// `mask` (broadcast to its shape; may be undefined) is 0.
+double visible_std(const Tensor& values, const Tensor& mask);
+
+// ||w.grad()||_F, 0 for a parameter without a gradient.
+double grad_norm(const Variable& w);
+
+// Fast N(0, 1) samples for the many random draws at initialisation: a
+// ziggurat (Marsaglia and Tsang 2000) needs one random word and a table
+// lookup for 99% of its samples, about 2 ns against randn's 19 ns
+// (Box-Muller), and the init part draws about a billion. Seeded by four
+// words of `gen`, so one call advances `gen` by four words.
+void fill_normal(std::span<float> out, Generator& gen);
+
+// ---- One training run (training_run.cpp) --------------------------------------------
+// The tasks: "reverse" (an encoder-decoder outputs its input backwards: each
+// output position must find one input position) and "recall" (a decoder-only
+// model answers queries about key-value pairs it has read, nn/data/recall_task.h:
+// attention must be sharp and driven by content). docs/study.md says why.
 struct TaskSetup {
   std::string task;
   int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;
   double lr = 2e-3;               // AdamW's peak, after a linear warm-up over 5% of the steps
   nn::RecallTaskConfig recall{};  // recall only
 };
-
 TaskSetup reverse_setup();  // encoder-decoder, 1 layer per stack, d_model 32
 TaskSetup recall_setup();   // decoder, 2 layers, d_model 32; 32 keys, 5 pairs, 5 queries
-
-struct PartBOptions {
-  std::vector<int64_t> d_ks = {16, 64, 256};
-  std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
-  std::vector<std::string> modes = default_modes();  // --full: study_modes()
-  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;
-  int64_t steps = 0;  // 0: each task's own
-  uint64_t seed = 0;
-  int threads = 2;  // runs trained side by side, each on one thread
-};
 
 // Attention is called collapsed (Zhai et al. 2023) below this entropy_norm.
 inline constexpr double kCollapsedEntropy = 0.1;
 
-// One run: a (task, d_k, mode, seed). Within a seed every mode starts from
-// the same weights and sees the same batches and evaluation set.
+// A run: a (task, d_k, mode, seed). Within a seed every mode starts from the
+// same weights and sees the same batches and evaluation set.
 struct RunKey {
   std::string task, mode;
   int64_t d_k = 0, seed = 0;
@@ -159,6 +180,15 @@ struct LayerRow {
   int64_t layer_d_k = 0;
   double max_logit = 0, entropy_norm = 0;
   double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, grad_ratio_qv = 0;
+};
+
+// Each transformer block's gradient norm (all its parameters together) at an
+// evaluation step: gradient flow across depth in training.
+struct BlockRow {
+  int64_t step = 0;
+  std::string layer;  // "enc0" ... "dec3", input side first
+  double loss = 0;    // the step's training loss
+  double grad_norm = 0;
 };
 
 // The end of a run. Thresholds not reached count as the run's length and
@@ -192,92 +222,119 @@ struct FinalRow {
   double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
 
-struct PartBResult {
+// How a model is parametrised (docs/study.md, "Width and muP"):
+//   Standard  PyTorch's initialisation, one learning rate for every weight,
+//             the mode's attention scale.
+//   MuP       muP for Adam (Yang et al. 2022, Table 3, relative to a base
+//             width of kMuPBaseWidth): attention scale 1/d_k; hidden
+//             matrices (Q, K, V, O, fc1, fc2) keep their 1/fan_in
+//             initialisation but learn at lr * base / width; the output
+//             layer starts at zero and learns at lr * base / width;
+//             embeddings, biases and LayerNorms learn at lr.
+enum class Parametrization { Standard, MuP };
+inline constexpr int64_t kMuPBaseWidth = 32;
+
+struct RunSpec {
+  RunKey key;      // task, mode, d_k, seed
+  TaskSetup task;  // the model's sizes (d_model, layers, d_ff, heads), steps and lr
+  int64_t batch = 64, eval_every = 10, eval_examples = 128;
+  bool warmup = true;  // linear warm-up over the first 5% of the steps
+  bool pre_ln = true;
+  Parametrization parametrization = Parametrization::Standard;
+  bool record_blocks = false;  // per-block gradient norms at each evaluation
+  uint64_t seed = 0;           // the study's base seed
+};
+
+struct RunOutput {
   std::vector<CurveRow> curves;
   std::vector<LayerRow> layers;
-  std::vector<FinalRow> finals;
+  std::vector<BlockRow> blocks;
+  FinalRow final;
 };
 
-PartBResult run_part_b(const PartBOptions& options, const ProgressFn& progress = {});
+// flags[i] = loss[i] > factor * median(finite values of loss[i-window .. i-1]).
+// Indices with fewer than min_history previous values, or whose window holds
+// no finite value, are never flagged; a non-finite loss[i] past that point is
+// always flagged and is left out of later windows.
+// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
+std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
+                              int min_history = 5);
 
-// ---- --full: what the literature measured, at toy scale ------------------
-// Part C, learning-rate sensitivity (Wortsman et al. 2023): every mode at two
-// d_k over a grid of learning rates, on the reverse task.
-struct LrSweepOptions {
-  TaskSetup task = reverse_setup();
-  std::vector<int64_t> d_ks = {16, 256};
-  std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
-  std::vector<std::string> modes = default_modes();  // --full: study_modes()
-  int64_t seeds = 3;
+// Within a (task, d_k, d_model, seed) the initial weights, the batches and
+// the evaluation set do not depend on the mode, learning rate, warm-up,
+// norm placement or parametrisation (but muP's zero output layer): runs are
+// paired.
+RunOutput train_one(const RunSpec& spec);
+
+// Every run, side by side on settings.threads threads (the costliest, by d_k
+// and d_model, first), each timed; the outputs in the order of `runs`.
+std::vector<RunOutput> train_all(const std::string& part, const std::vector<RunSpec>& runs,
+                                 const Settings& settings, const ProgressFn& progress);
+
+// ---- What a part gives the report -------------------------------------------------
+// A claim judged against this run's numbers; each names its criteria and
+// their outcomes, so a reader sees exactly what "holds" means.
+struct Verdict {
+  std::string id{}, claim{};
+  std::string why{};       // why it should hold: the argument in plain words
+  std::string measured{};  // what this run measured, with 95% intervals
+  std::string verdict{};   // holds, partly holds, does not hold, unclear
+  std::string reason{};    // each criterion and its outcome
+};
+// "holds" when every one of `parts` criteria passed, "does not hold" when
+// none did, else "partly holds".
+std::string verdict_of(int passed, int parts);
+const char* yes_no(bool b);  // a criterion's outcome in a reason
+
+using CsvRow = std::vector<cli::CsvCell>;
+struct CsvFile {
+  std::string name;  // "init_metrics.csv"
+  std::vector<std::string> columns;
+  std::vector<CsvRow> rows;
+};
+struct PlotFile {
+  std::string name, svg, caption;
+};
+
+// One part's share of the report: its claims, its tables (markdown, under
+// its own "## " heading), its CSV files and its figures.
+struct Section {
+  std::string part{};  // "init", ...
+  double seconds = 0;
+  std::string time_note{};  // more on where the part's time went, for the report's end
+  std::vector<Verdict> claims{};
+  std::string markdown{};
+  std::vector<CsvFile> csvs{};
+  std::vector<PlotFile> plots{};
+};
+
+// v as a CSV cell; NaN and infinities as an empty cell.
+cli::CsvCell csv_number(double v);
+// An estimate's "name" and "name_se" cells.
+void add_estimate(CsvRow& row, const Interval& e);
+// A figure of the study's plots: 540 px high, so the panels of a grid keep a
+// readable aspect.
+plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
+                    const std::string& y, bool log_y);
+// A mode's series: its label, 1/sqrt(d_k) drawn thick.
+plot::Series mode_series(const std::string& mode, bool markers = false);
+// A point with its interval as error bars or a band (a missing bound: the point).
+void add_point(plot::Series& s, double x, const Interval& i);
+// Where the answer is looked up: reverse's cross-attention, recall's second layer.
+std::string key_layer(const std::string& task);
+
+// The report: report.md (a header, every claim in id order with the table
+// of verdicts, each section's tables in order, what the study cannot
+// separate, the plots, where the time went), and every section's CSV files
+// and plots, each file written atomically into `dir`.
+struct ReportInfo {
+  std::string command;  // the exact command line
   uint64_t seed = 0;
-  int threads = 2;
+  int threads = 0;
+  int64_t training_seeds = 0;
+  double seconds = 0;  // wall time of the whole run
 };
-// One FinalRow per (d_k, mode, lr, seed); FinalRow::lr says which.
-std::vector<FinalRow> run_lr_sweep(const LrSweepOptions& options, const ProgressFn& progress = {});
-
-// Part E, width and muP (Yang et al. 2022): two heads of d_k = d_model / 2
-// at each width, under three parametrisations, over a grid of learning rates.
-struct WidthRow {
-  std::string parametrization;  // "sp_inv_sqrt_dk", "sp_inv_dk" or "mup"
-  int64_t d_model = 0;
-  FinalRow run;
-};
-struct WidthSweepOptions {
-  std::vector<int64_t> d_models = {32, 64, 128, 256};
-  std::vector<double> lrs = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1};
-  int64_t seeds = 2, steps = 200, batch = 32;
-  uint64_t seed = 0;
-  int threads = 2;
-};
-const std::vector<std::string>& parametrizations();
-std::vector<WidthRow> run_width_sweep(const WidthSweepOptions& options,
-                                      const ProgressFn& progress = {});
-
-// Part F, depth in training (Xiong et al. 2020): 4 layers per stack, pre- and
-// post-LN, with and without warm-up, for three modes; each block's gradient
-// norm at every evaluation.
-struct DepthTrainRow {
-  std::string norm_placement, mode;  // "pre_ln" / "post_ln"
-  bool warmup = false;
-  int64_t seed = 0, step = 0;
-  double loss = 0;
-  std::string layer;
-  double grad_norm = 0;
-};
-struct DepthTrainRun {
-  std::string norm_placement;
-  bool warmup = false;
-  FinalRow run;
-};
-struct DepthTrainResult {
-  std::vector<DepthTrainRow> rows;
-  std::vector<DepthTrainRun> runs;
-};
-struct DepthTrainOptions {
-  int64_t layers = 4, seeds = 3, steps = 250;
-  double lr = 1e-2;
-  std::vector<std::string> modes = {"inv_sqrt_dk", "none", "qk_norm"};
-  uint64_t seed = 0;
-  int threads = 2;
-};
-DepthTrainResult run_depth_training(const DepthTrainOptions& options,
-                                    const ProgressFn& progress = {});
-
-// ---- Part D: depth at initialisation ------------------------------------------
-struct DepthRow {
-  std::string mode, norm_placement;  // "pre_ln" or "post_ln"
-  int64_t layers = 0, layer = 0;     // layer counts from 0 at the input
-  int64_t draws = 0;
-  Estimate grad_norm_wq, grad_norm_wv, grad_norm_ff, token_cosine;
-};
-
-struct DepthOptions {
-  std::vector<int64_t> depths = {1, 2, 4, 8};
-  int64_t d_model = 64, heads = 1, d_ff = 256, seq = 32, batch = 8, vocab = 32, draws = 8;
-  uint64_t seed = 0;
-  int threads = 2;
-};
-
-std::vector<DepthRow> run_depth_probe(const DepthOptions& options, const ProgressFn& progress = {});
+void write_report(const std::string& dir, const ReportInfo& info,
+                  const std::vector<Section>& sections);
 
 }  // namespace gradflow::study

@@ -1,8 +1,14 @@
-#include "examples/study/summary.h"
-
+// Runs summarised over seeds (parts.h, "train"): each figure as a mean with
+// its 95% interval, and each mode against 1/sqrt(d_k) as a paired
+// difference (same seed, same initial weights, same batches) with the
+// verdict of stats.h's compare at a margin stated in advance. The train
+// part's tables and C7 read these, and so do C3 to C5's training criteria.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+
+#include "examples/study/parts.h"
 
 namespace gradflow::study {
 
@@ -25,23 +31,6 @@ Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const F
   }
   if (x.empty()) return Interval{kNaN, kNaN, kNaN, kNaN, 0};
   return paired_difference(x, y);
-}
-
-template <class Row>
-Band band_of(const std::vector<const Row*>& rows, double Row::*field) {
-  std::map<int64_t, std::vector<double>> at;
-  for (const Row* r : rows) at[r->step].push_back(r->*field);
-  Band band;
-  for (const auto& [step, values] : at) {
-    Interval i = interval_of_finite(values);
-    if (i.n == 0) continue;
-    band.step.push_back(static_cast<double>(step));
-    band.mean.push_back(i.mean);
-    // One seed has no interval: the band is the line itself.
-    band.lo.push_back(std::isfinite(i.lo) ? i.lo : i.mean);
-    band.hi.push_back(std::isfinite(i.hi) ? i.hi : i.mean);
-  }
-  return band;
 }
 
 }  // namespace
@@ -118,21 +107,72 @@ const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
   return nullptr;
 }
 
-Band curve_band(const std::vector<CurveRow>& curves, const std::string& task, int64_t d_k,
-                const std::string& mode, double CurveRow::*field) {
-  std::vector<const CurveRow*> rows;
-  for (const CurveRow& r : curves)
-    if (r.run.task == task && r.run.d_k == d_k && r.run.mode == mode) rows.push_back(&r);
-  return band_of(rows, field);
+TrainingCount count_training(const std::vector<SettingSummary>& training, const std::string& mode) {
+  TrainingCount c;
+  const std::vector<MetricSpec>& metrics = compared_metrics();
+  for (const SettingSummary& s : training) {
+    if (s.mode != mode) continue;
+    ++c.settings;
+    std::string worse, better;
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      const Interval& d = s.vs_default[m];
+      const std::string text = metrics[m].name + " " + (d.mean * metrics[m].scale > 0 ? "+" : "") +
+                               format_interval(Interval{d.mean * metrics[m].scale,
+                                                        d.half_width * metrics[m].scale, 0, 0, d.n},
+                                               metrics[m].digits) +
+                               " " + metrics[m].unit;
+      if (s.verdict[m] == Comparison::Worse) worse += (worse.empty() ? "" : ", ") + text;
+      if (s.verdict[m] == Comparison::Better) better += (better.empty() ? "" : ", ") + text;
+    }
+    const std::string where = s.task + " d_k " + std::to_string(s.d_k) + ": ";
+    if (!worse.empty())
+      ++c.worse, c.worse_list += (c.worse_list.empty() ? "" : "; ") + where + worse;
+    if (!better.empty())
+      ++c.better, c.better_list += (c.better_list.empty() ? "" : "; ") + where + better;
+  }
+  return c;
 }
 
-Band layer_band(const std::vector<LayerRow>& layers, const std::string& task, int64_t d_k,
-                const std::string& mode, const std::string& layer, double LayerRow::*field) {
-  std::vector<const LayerRow*> rows;
-  for (const LayerRow& r : layers)
-    if (r.run.task == task && r.run.d_k == d_k && r.run.mode == mode && r.layer == layer)
-      rows.push_back(&r);
-  return band_of(rows, field);
+std::string describe_training(const TrainingCount& c, int64_t seeds) {
+  if (c.settings == 0) return "not trained in this run";
+  std::string out = "detectably worse than 1/sqrt(d_k) in " + std::to_string(c.worse) + " of " +
+                    std::to_string(c.settings) + " settings";
+  if (!c.worse_list.empty()) out += " (" + c.worse_list + ")";
+  out += ", better in " + std::to_string(c.better);
+  if (!c.better_list.empty()) out += " (" + c.better_list + ")";
+  out += ", no detectable difference in the others with " + std::to_string(seeds) + " seeds";
+  return out;
+}
+
+int64_t seeds_of(const std::vector<SettingSummary>& training) {
+  int64_t n = 0;
+  for (const SettingSummary& s : training) n = std::max(n, s.runs);
+  return n;
+}
+
+std::string interval_text(const Interval& i, int digits, double scale) {
+  if (i.n == 0) return "-";
+  return format_interval(
+      Interval{i.mean * scale, i.half_width * scale, i.lo * scale, i.hi * scale, i.n}, digits);
+}
+
+const char* lower_higher(Comparison c) {
+  return c == Comparison::Better ? "**lower**" : c == Comparison::Worse ? "**higher**" : "no det.";
+}
+
+// Mean over seeds with its 95% t-interval as error bars, one point per x.
+plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
+                         bool emphasis) {
+  plot::Series s{.label = label, .markers = true, .emphasis = emphasis};
+  for (const auto& [x, values] : at) {
+    Interval i = interval_of_finite(values);
+    if (i.n == 0) continue;
+    s.x.push_back(x);
+    s.y.push_back(i.mean);
+    s.lo.push_back(std::isfinite(i.lo) ? i.lo : i.mean);
+    s.hi.push_back(std::isfinite(i.hi) ? i.hi : i.mean);
+  }
+  return s;
 }
 
 }  // namespace gradflow::study

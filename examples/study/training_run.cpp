@@ -1,14 +1,6 @@
-// One training run of the study (training_run.h): the model, its
-// optimisers, the loop with its evaluations, and the run's summary.
-//
-// Tasks (docs/study.md explains why these two):
-//   reverse  an encoder-decoder outputs its input backwards: each output
-//            position must find one input position (by position).
-//   recall   a decoder reads key-value pairs, then answers queries for the
-//            values of some keys (nn/data/recall_task.h): attention must be
-//            sharp and driven by content.
-#include "examples/study/training_run.h"
-
+// One training run of the study (study.h), as every training part uses it:
+// the model, its optimisers, the loop with its evaluations, and the run's
+// summary; and the runs of a part side by side.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,17 +8,38 @@
 #include <memory>
 
 #include "autograd/ops.h"
-#include "examples/study/metrics.h"
-#include "examples/study/stats.h"
+#include "examples/study/study.h"
 #include "nn/data/recall_task.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/init.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
+#include "nn/scale_variants.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
+
+TaskSetup reverse_setup() {
+  return {.task = "reverse",
+          .d_model = 32,
+          .layers = 1,
+          .d_ff = 64,
+          .heads = 1,
+          .steps = 250,
+          .lr = 3e-3};
+}
+
+TaskSetup recall_setup() {
+  return {.task = "recall",
+          .d_model = 32,
+          .layers = 2,
+          .d_ff = 64,
+          .heads = 1,
+          .steps = 350,
+          .lr = 3e-3,
+          .recall = {.n_keys = 32, .n_values = 32, .pairs = 5, .queries = 5}};
+}
 
 namespace {
 
@@ -150,10 +163,6 @@ Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
   return o;
 }
 
-double frobenius(const Variable& w) {
-  return w.grad().defined() ? std::sqrt(sum(mul(w.grad(), w.grad())).item()) : 0.0;
-}
-
 // (right, scored) over the positions whose target is not PAD.
 std::pair<int64_t, int64_t> count_right(const Tensor& logits, const Tensor& target) {
   std::vector<double> p = max(logits, -1).indices.to_vector(), t = target.to_vector();
@@ -195,9 +204,9 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
         attention_stats(a->probe.weights.data(), a->probe.logits.data(), a->probe.mask);
     row.max_logit = st.max_logit;
     row.entropy_norm = st.entropy_norm;
-    row.grad_norm_wq = frobenius(a->q_proj->weight);
-    row.grad_norm_wk = frobenius(a->k_proj->weight);
-    row.grad_norm_wv = frobenius(a->v_proj->weight);
+    row.grad_norm_wq = grad_norm(a->q_proj->weight);
+    row.grad_norm_wk = grad_norm(a->k_proj->weight);
+    row.grad_norm_wv = grad_norm(a->v_proj->weight);
     row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
     out.push_back(row);
   }
@@ -206,7 +215,7 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
 void record_blocks(const StudyModel& model, int64_t step, double loss, std::vector<BlockRow>& out) {
   for (const auto& [name, block] : model.blocks) {
     double squares = 0;
-    for (const Variable& p : block->parameters()) squares += std::pow(frobenius(p), 2);
+    for (const Variable& p : block->parameters()) squares += std::pow(grad_norm(p), 2);
     out.push_back({step, name, loss, std::sqrt(squares)});
   }
 }
@@ -224,20 +233,59 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
   return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
 }
 
-// The std of the unscaled q.k on a held-out batch, averaged over the layers:
-// the probe's logits divided by each layer's scale.
+// The factor a layer multiplies q.k by now, wherever it is kept: the learned
+// scale, qk_l2norm's g (on unit q and k), learned_log's exp(t), or the
+// mode's fixed factor.
+double logit_factor(const nn::MultiHeadAttention& a) {
+  if (a.scale.defined()) return a.scale.data().item();
+  if (const auto* l2 = a.variant<nn::QkL2Norm>()) return l2->g.data().item();
+  if (const auto* t = a.variant<nn::LearnedLogScale>()) return std::exp(t->log_scale.data().item());
+  return a.scale_mode().value(a.d_k());
+}
+
+// The std of the unscaled q.k (for qk_l2norm, of cos(q, k)) on a held-out
+// batch, averaged over the layers: the probe's logits over each layer's factor.
 double qk_std(const StudyModel& model, const Batch& batch) {
   NoGradGuard no_grad;
   for (auto& [name, a] : model.attention) a->record_probe = true;
   model.forward(batch);
   double total = 0;
   for (auto& [name, a] : model.attention) {
-    const double s = a->scale.defined() ? a->scale.data().item() : a->scale_mode().value(a->d_k());
-    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(s);
+    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(logit_factor(*a));
     a->record_probe = false;
   }
   return total / static_cast<double>(model.attention.size());
 }
+
+// The middle value of v, or the mean of the two middle values; reorders v.
+double median_of(std::vector<double>& v) {
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double below = *std::max_element(v.begin(), v.begin() + mid);
+  return below + (v[mid] - below) / 2;
+}
+
+}  // namespace
+
+std::vector<bool> loss_spikes(std::span<const double> loss, int window, double factor,
+                              int min_history) {
+  if (window < 1) fail("loss_spikes: window must be >= 1, got ", window);
+  if (min_history < 1) fail("loss_spikes: min_history must be >= 1, got ", min_history);
+  if (!(factor > 0)) fail("loss_spikes: factor must be > 0, got ", factor);
+  std::vector<bool> flags(loss.size(), false);
+  std::vector<double> recent;
+  for (size_t i = static_cast<size_t>(min_history); i < loss.size(); ++i) {
+    recent.clear();
+    for (size_t j = i - std::min(i, static_cast<size_t>(window)); j < i; ++j)
+      if (std::isfinite(loss[j])) recent.push_back(loss[j]);
+    if (recent.empty()) continue;
+    flags[i] = !std::isfinite(loss[i]) || loss[i] > factor * median_of(recent);
+  }
+  return flags;
+}
+
+namespace {
 
 constexpr double kSpikeFloor = 0.1;  // nats
 
@@ -359,7 +407,7 @@ RunOutput train_one(const RunSpec& spec) {
 }
 
 std::vector<RunOutput> train_all(const std::string& part, const std::vector<RunSpec>& runs,
-                                 int threads, const ProgressFn& progress) {
+                                 const Settings& settings, const ProgressFn& progress) {
   auto cost = [](const RunSpec& r) {
     return static_cast<double>(r.task.steps * r.task.layers) * static_cast<double>(r.task.d_model) *
            static_cast<double>(r.key.d_k + r.task.d_model);
@@ -370,7 +418,7 @@ std::vector<RunOutput> train_all(const std::string& part, const std::vector<RunS
                    [&](size_t a, size_t b) { return cost(runs[a]) > cost(runs[b]); });
   std::vector<RunOutput> outputs(runs.size());
   run_jobs(
-      part, runs.size(), threads,
+      part, runs.size(), settings.threads,
       [&](size_t i) {
         const auto start = std::chrono::steady_clock::now();
         outputs[order[i]] = train_one(runs[order[i]]);

@@ -111,7 +111,7 @@ TEST_F(SignalsTest, SigtermAndSighupSaveACheckpointThatResumes) {
 TEST_F(SignalsTest, TheStudyStopsPromptlyAndWritesNothing) {
   const std::string out = path("study");
   const pid_t pid = spawn(kScalingStudy,
-                          {"--parts", "B", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                          {"--parts", "train", "--tasks", "reverse", "--d-ks", "8", "--modes",
                            "inv_sqrt_dk,none", "--seeds", "2", "--steps", "1000000", "--out", out});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // its runs are under way
   const auto start = std::chrono::steady_clock::now();
@@ -122,7 +122,7 @@ TEST_F(SignalsTest, TheStudyStopsPromptlyAndWritesNothing) {
   EXPECT_EQ(r.code, 143) << r.err;
   EXPECT_EQ(r.killed_by, 0);
   EXPECT_LT(seconds, 10);
-  EXPECT_NE(r.err.find("scaling_study: interrupted by SIGTERM in Part B (0 of 4 done); nothing "
+  EXPECT_NE(r.err.find("scaling_study: interrupted by SIGTERM in train (0 of 4 done); nothing "
                        "written to " +
                        out + "\n"),
             std::string::npos)

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "examples/study/correlation.h"
+#include "examples/study/stats.h"
 #include "tensor/error.h"
 
 namespace gradflow::study {

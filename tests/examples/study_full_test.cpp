@@ -8,8 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "examples/study/full_analysis.h"
-#include "examples/study/report.h"
+#include "examples/study/parts.h"
 #include "tensor/parallel.h"
 
 namespace gradflow::study {
@@ -85,33 +84,43 @@ TEST(StudyFull, WarmupEffectIsPairedBySeed) {
 
 TEST(StudyFull, TinyGridsRunAndReport) {
   set_num_threads(1);
-  LrSweepOptions lr;
+  LrOptions lr;
   lr.task.steps = 8;
   lr.d_ks = {8};
   lr.lrs = {1e-3, 1e-1};
   lr.modes = {"inv_sqrt_dk", "qk_norm"};
   lr.seeds = 2;
-  WidthSweepOptions width;
+  WidthOptions width;
   width.d_models = {16, 32};
   width.lrs = {1e-3, 1e-2};
   width.seeds = 1, width.steps = 8, width.batch = 8;
   DepthTrainOptions depth;
   depth.layers = 2, depth.seeds = 1, depth.steps = 8;
-  FullResults full{run_lr_sweep(lr), run_width_sweep(width), run_depth_training(depth)};
+  const Settings settings;
+  struct {
+    std::vector<FinalRow> sweep;
+    std::vector<WidthRow> width;
+    DepthTrainResult depth;
+  } full{run_lr(settings, lr), run_width(settings, width), run_depth_train(settings, depth)};
   EXPECT_EQ(full.sweep.size(), 2u * 2 * 2);
   EXPECT_EQ(full.width.size(), 3u * 2 * 2);
   EXPECT_EQ(full.depth.runs.size(), 2u * 2 * 3);
   // Block rows run from the input side: enc0 first.
   EXPECT_EQ(full.depth.rows.front().layer, "enc0");
-  std::vector<Verdict> claims = judge_full_claims(full, PartBResult{});
-  ASSERT_GE(claims.size(), 4u);
-  EXPECT_EQ(claims.front().id, "C8");
+  // C8 is the train part's, and reads the lr part's runs.
+  std::vector<Verdict> claims = train_claims({}, {}, full.sweep);
+  ASSERT_EQ(claims.size(), 2u);
+  EXPECT_EQ(claims[1].id, "C8");
+  for (const Verdict& v : lr_claims(full.sweep)) claims.push_back(v);
+  claims.push_back(width_claim(full.width));
+  claims.push_back(warmup_claim(full.depth));
+  ASSERT_GE(claims.size(), 5u);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("gradflow_full_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  RunInfo info;
-  info.lr_sweep = lr, info.width = width, info.depth_training = depth;
-  write_report(dir.string(), info, {}, PartBResult{}, {}, full);
+  write_report(dir.string(), {},
+               {lr_section(lr, full.sweep), width_section(width, full.width),
+                depth_train_section(depth, full.depth)});
   for (const char* file : {"lr_sweep.csv", "width_sweep.csv", "depth_train.csv", "report.md",
                            "lr_sensitivity.svg", "width_lr.svg", "depth_train_loss.svg"})
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / file)) << file;
@@ -127,7 +136,7 @@ TEST(StudyFull, TinyGridsRunAndReport) {
   EXPECT_EQ(line, "norm_placement,warmup,mode,seed,step,loss,layer,grad_norm");
   std::stringstream report;
   report << std::ifstream(dir / "report.md").rdbuf();
-  for (const char* text : {"### C9", "### C11", "## Part C", "## Part E", "## Part F"})
+  for (const char* text : {"### C9", "### C11", "## lr", "## width", "## depth-train"})
     EXPECT_NE(report.str().find(text), std::string::npos) << text;
   std::filesystem::remove_all(dir);
 }

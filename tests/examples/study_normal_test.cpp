@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "examples/study/normal_sampler.h"
+#include "examples/study/study.h"
 
 namespace gradflow::study {
 namespace {

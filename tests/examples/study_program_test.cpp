@@ -29,6 +29,7 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
   expect_usage_error(kScalingStudy, {"--d-ks", "16,x"});
   expect_usage_error(kScalingStudy, {"--modes", "inv_sqrt_dk,bogus"});
   expect_usage_error(kScalingStudy, {"--parts", "A,G"});
+  expect_usage_error(kScalingStudy, {"--parts", "init,bogus"});
   expect_usage_error(kScalingStudy, {"--recall-pairs", "40"});
   expect_usage_error(kScalingStudy, {"--seeds", "-1"});
 }
@@ -36,7 +37,7 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
 TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
   const std::string out = path("study");
   Result r =
-      run(kScalingStudy, {"--parts", "B,D", "--tasks", "reverse", "--d-ks", "8", "--modes",
+      run(kScalingStudy, {"--parts", "train,depth", "--tasks", "reverse", "--d-ks", "8", "--modes",
                           "inv_sqrt_dk,none", "--seeds", "2", "--steps", "10", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* file :

@@ -1,6 +1,6 @@
-// The scaling study's parts run small: Part A's estimates against an
-// independent estimate and the theory, Part B's pairing and determinism,
-// the depth probe, and the files write_report leaves.
+// The scaling study's parts run small: the init part's estimates against an
+// independent estimate and the theory, the train part's pairing and
+// determinism, the depth part, and the files write_report leaves.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,9 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "examples/study/full_analysis.h"
-#include "examples/study/metrics.h"
-#include "examples/study/report.h"
+#include "examples/study/parts.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
 
@@ -20,14 +18,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-PartAOptions small_part_a() {
-  PartAOptions o;
+InitOptions small_init() {
+  InitOptions o;
   o.d_ks = {4, 64};
   o.n_keys = {8, 64};
   o.draws = 64;
   o.layer_rows = 64;
-  o.threads = 2;
   return o;
+}
+
+Settings with_threads(int threads) {
+  Settings s;
+  s.threads = threads;
+  return s;
 }
 
 const InitRow& row_of(const std::vector<InitRow>& rows, const std::string& mode, int64_t d_k,
@@ -39,7 +42,7 @@ const InitRow& row_of(const std::vector<InitRow>& rows, const std::string& mode,
 
 TEST(StudyPartA, EstimatesAgreeWithTheoryAndAnIndependentEstimate) {
   set_num_threads(1);
-  std::vector<InitRow> rows = run_part_a(small_part_a());
+  std::vector<InitRow> rows = run_init(with_threads(2), small_init());
   ASSERT_EQ(rows.size(), study_modes().size() * 4);
   for (const InitRow& r : rows) {
     if (r.mode == kControl) {
@@ -78,8 +81,8 @@ TEST(StudyPartA, EstimatesAgreeWithTheoryAndAnIndependentEstimate) {
   EXPECT_LT(row_of(rows, "none", 64, 64).layer_entropy_norm.mean, 0.8);
 }
 
-PartBOptions tiny_part_b(int threads) {
-  PartBOptions o;
+TrainOptions tiny_train() {
+  TrainOptions o;
   o.d_ks = {8};
   o.modes = {"none", "inv_sqrt_dk", "learned", kControl};
   o.seeds = 2;
@@ -87,13 +90,13 @@ PartBOptions tiny_part_b(int threads) {
   o.eval_every = 4;
   o.eval_examples = 16;
   o.batch = 8;
-  o.threads = threads;
   return o;
 }
 
 TEST(StudyPartB, RunsArePairedAndDoNotDependOnTheThreadCount) {
   set_num_threads(1);
-  PartBResult one = run_part_b(tiny_part_b(1)), two = run_part_b(tiny_part_b(2));
+  TrainResult one = run_train(with_threads(1), tiny_train()),
+              two = run_train(with_threads(2), tiny_train());
   ASSERT_EQ(one.finals.size(), 2u * 4 * 2);  // tasks x modes x seeds
   ASSERT_EQ(one.finals.size(), two.finals.size());
   for (size_t i = 0; i < one.finals.size(); ++i) {
@@ -133,7 +136,7 @@ TEST(StudyDepth, RowsPerLayerAndPlacement) {
   o.draws = 2;
   o.seq = 8;
   o.batch = 2;
-  std::vector<DepthRow> rows = run_depth_probe(o);
+  std::vector<DepthRow> rows = run_depth(with_threads(2), o);
   ASSERT_EQ(rows.size(), study_modes().size() * 2 * (1 + 3));
   for (const DepthRow& r : rows) {
     EXPECT_GT(r.grad_norm_wq.mean, 0);
@@ -154,16 +157,19 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
   set_num_threads(1);
   const fs::path dir = fs::temp_directory_path() / ("gradflow_study_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  RunInfo info;
-  info.command = "scaling_study --test";
-  info.part_a = small_part_a();
-  info.part_b = tiny_part_b(2);
-  info.depth.depths = {1, 2};
-  info.depth.draws = 2;
-  std::vector<InitRow> init = run_part_a(info.part_a);
-  PartBResult training = run_part_b(info.part_b);
-  std::vector<DepthRow> depth = run_depth_probe(info.depth);
-  write_report(dir.string(), info, init, training, depth, FullResults{});
+  const InitOptions init_options = small_init();
+  const TrainOptions train_options = tiny_train();
+  DepthOptions depth_options;
+  depth_options.depths = {1, 2};
+  depth_options.draws = 2;
+  const Settings settings = with_threads(2);
+  std::vector<InitRow> init = run_init(settings, init_options);
+  TrainResult training = run_train(settings, train_options);
+  std::vector<DepthRow> depth = run_depth(settings, depth_options);
+  const std::vector<SettingSummary> summary = summarise_training(training.finals);
+  write_report(dir.string(), {.command = "scaling_study --test"},
+               {init_section(init_options, init, summary),
+                train_section(train_options, training, {}), depth_section(depth_options, depth)});
   EXPECT_EQ(first_line((dir / "final_metrics.csv").string()).rfind("task,d_k,mode,seed,", 0), 0u);
   EXPECT_EQ(first_line((dir / "depth_metrics.csv").string())
                 .rfind("mode,norm_placement,layers,layer,grad_norm_wq,grad_norm_wv,grad_norm_ff,"
@@ -181,7 +187,7 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
     EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
   std::stringstream report;
   report << std::ifstream(dir / "report.md").rdbuf();
-  for (const char* text : {"### C1", "### C7", "+-", "no det.", "Part D"})
+  for (const char* text : {"### C1", "### C7", "+-", "no det.", "## depth"})
     EXPECT_NE(report.str().find(text), std::string::npos) << text;
   fs::remove_all(dir);
 }

@@ -5,9 +5,7 @@
 
 #include <cmath>
 
-#include "examples/study/metrics.h"
-#include "examples/study/summary.h"
-#include "examples/study/verdicts.h"
+#include "examples/study/parts.h"
 #include "tensor/ops.h"
 
 namespace gradflow::study {
@@ -48,11 +46,11 @@ TEST(StudyMetrics, SampleVariance) {
 
 TEST(StudyEstimate, MeanAndStandardError) {
   // {1, 2, 3, 4}: mean 2.5, s^2 = 5/3, se = sqrt(5/3 / 4) = 0.6454972.
-  Estimate e = estimate_of({1, 2, 3, 4});
+  Interval e = mean_and_se({1, 2, 3, 4});
   EXPECT_DOUBLE_EQ(e.mean, 2.5);
   EXPECT_NEAR(e.se, 0.6454972243679028, 1e-12);
-  EXPECT_TRUE(std::isnan(estimate_of({7}).se));
-  EXPECT_TRUE(std::isnan(estimate_of({}).mean));
+  EXPECT_TRUE(std::isnan(mean_and_se({7}).se));
+  EXPECT_TRUE(std::isnan(mean_and_se({}).mean));
 }
 
 TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
@@ -146,35 +144,43 @@ std::vector<InitRow> ideal_rows(double none_error) {
                  : mode == "inv_2sqrt_dk"           ? 0.5 / std::sqrt(d)
                                                     : 1 / std::sqrt(d);
       r.logit_var_theory = d * s * s;
-      r.logit_var = {d * s * s * (mode == "none" ? 1 + none_error : 1), 1e-4 * d * s * s};
+      r.logit_var =
+          mean_and_se(d * s * s * (mode == "none" ? 1 + none_error : 1), 1e-4 * d * s * s, 256);
       const bool flat = mode == "inv_dk" && d == 1024, peaked = mode == "none" && d == 1024;
-      r.entropy_norm = {flat ? 0.9999 : peaked ? 0.03 : mode == "inv_2sqrt_dk" ? 0.97 : 0.9, 1e-4};
-      r.max_weight = {flat ? 0.017 : peaked ? 0.95 : 0.1, 1e-4};
-      r.jacobian_norm = {flat ? std::sqrt(1.0 / 64 - 1.0 / 4096) : peaked ? 0.06 : 0.18, 1e-4};
-      r.grad_norm_scores = {peaked ? 1.0 : 2.8, 0.01};
-      r.grad_ratio_qv = {0.4, 0.01};
+      r.entropy_norm = mean_and_se(flat                     ? 0.9999
+                                   : peaked                 ? 0.03
+                                   : mode == "inv_2sqrt_dk" ? 0.97
+                                                            : 0.9,
+                                   1e-4, 256);
+      r.max_weight = mean_and_se(flat ? 0.017 : peaked ? 0.95 : 0.1, 1e-4, 256);
+      r.jacobian_norm = mean_and_se(flat     ? std::sqrt(1.0 / 64 - 1.0 / 4096)
+                                    : peaked ? 0.06
+                                             : 0.18,
+                                    1e-4, 256);
+      r.grad_norm_scores = mean_and_se(peaked ? 1.0 : 2.8, 0.01, 8);
+      r.grad_ratio_qv = mean_and_se(0.4, 0.01, 8);
       rows.push_back(r);
     }
   return rows;
 }
 
 TEST(StudyVerdicts, FollowTheNumbers) {
-  std::vector<Verdict> ok = judge_claims(ideal_rows(0.01), {});
-  ASSERT_EQ(ok.size(), 7u);
+  std::vector<Verdict> ok = init_claims(ideal_rows(0.01), {});
+  ASSERT_EQ(ok.size(), 6u);
   EXPECT_EQ(ok[0].verdict, "holds");  // C1: 1% off, interval within 5%
   EXPECT_EQ(ok[1].verdict, "holds");
-  EXPECT_EQ(ok[2].verdict, "holds");    // C3 without training: variance and flatness
-  EXPECT_EQ(ok[4].verdict, "holds");    // C5 at init: saturated, small Jacobian, small dL/dS
-  EXPECT_EQ(ok[5].verdict, "holds");    // C6
-  EXPECT_EQ(ok[6].verdict, "unclear");  // C7 needs training
-  std::vector<Verdict> off = judge_claims(ideal_rows(0.2), {});
+  EXPECT_EQ(ok[2].verdict, "holds");  // C3 without training: variance and flatness
+  EXPECT_EQ(ok[4].verdict, "holds");  // C5 at init: saturated, small Jacobian, small dL/dS
+  EXPECT_EQ(ok[5].verdict, "holds");  // C6
+  EXPECT_EQ(train_claims({}, {}, {})[0].verdict, "unclear");  // C7 needs training
+  std::vector<Verdict> off = init_claims(ideal_rows(0.2), {});
   EXPECT_EQ(off[0].verdict, "does not hold");  // a 20% error, well outside 1 +- 5%
   EXPECT_NE(off[0].reason.find("1.2"), std::string::npos) << off[0].reason;
-  std::vector<Verdict> edge = judge_claims(ideal_rows(0.049), {});
+  std::vector<Verdict> edge = init_claims(ideal_rows(0.049), {});
   // 1.049 +- 1.96e-4 x 1.049 lies within [0.95, 1.05]: holds; at 5.5% the
   // interval is wholly outside.
   EXPECT_EQ(edge[0].verdict, "holds");
-  EXPECT_EQ(judge_claims(ideal_rows(0.055), {})[0].verdict, "does not hold");
+  EXPECT_EQ(init_claims(ideal_rows(0.055), {})[0].verdict, "does not hold");
 }
 
 TEST(StudyVerdicts, C7WeighsThePairedComparisons) {
@@ -184,14 +190,14 @@ TEST(StudyVerdicts, C7WeighsThePairedComparisons) {
     rows.push_back(run("reverse", 64, "none", seed, 0.70 - 0.02 * seed, 1.5, 250));
     rows.push_back(run("reverse", 64, "inv_dk", seed, 0.99 - 0.011 * seed, 0.5, 100));
   }
-  std::vector<Verdict> v = judge_claims(ideal_rows(0), summarise_training(rows));
-  EXPECT_EQ(v[6].verdict, "holds") << v[6].measured;  // none worse, nothing better
+  std::vector<Verdict> v = train_claims(summarise_training(rows), rows, {});
+  EXPECT_EQ(v[0].verdict, "holds") << v[0].measured;  // none worse, nothing better
   // Make inv_dk clearly better than 1/sqrt(d_k): C7 then only partly holds.
   for (FinalRow& r : rows)
     if (r.run.mode == "inv_dk") r.final_accuracy += 0.005, r.loss_auc = 0.3 + 0.01 * r.run.seed;
-  v = judge_claims(ideal_rows(0), summarise_training(rows));
-  EXPECT_EQ(v[6].verdict, "partly holds") << v[6].measured;
-  EXPECT_NE(v[6].measured.find("inv_dk"), std::string::npos) << v[6].measured;
+  v = train_claims(summarise_training(rows), rows, {});
+  EXPECT_EQ(v[0].verdict, "partly holds") << v[0].measured;
+  EXPECT_NE(v[0].measured.find("inv_dk"), std::string::npos) << v[0].measured;
 }
 
 }  // namespace

@@ -1,0 +1,293 @@
+// The study's parts, in the order a reader meets them. Each part has its
+// options (its own defaults, larger with Settings::full), a run that returns
+// its rows, and a section for the report made from those rows: its claims
+// with their verdicts, tables, CSV files and figures. A claim is judged in
+// the file that measures it; the claims that also read another part's rows
+// take them as arguments and say so.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "examples/study/study.h"
+
+namespace gradflow::study {
+
+// ---- init: attention at initialisation (init.cpp, init_layer.cpp) ----------------------
+struct InitOptions {
+  std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
+  std::vector<int64_t> n_keys = {8, 64, 512};
+  // Random q, k: max(draws, draws x 64 / n_keys) draws of `queries` x n_keys.
+  int64_t draws = 256, queries = 16;
+  // Layer draws: max(8, layer_rows / n_keys), each a new layer on n_keys tokens.
+  int64_t layer_rows = 1024, d_model = 64;
+};
+InitOptions init_options(const Settings& settings);  // --full: 8192 layer rows
+
+struct InitRow {
+  std::string mode;
+  int64_t d_k = 0, n_keys = 0;
+  // Independent unit-variance q and k, the seeds' setting (C1 to C4, C6): a
+  // draw is `queries` queries against n_keys keys, fresh for every mode.
+  // Not measured for the control (its q and k are not unit-variance).
+  int64_t draws = 0;
+  double logit_var_theory = 0;  // d_k s^2; NaN where there is no closed form
+  Interval logit_var, entropy_norm, max_weight, jacobian_norm;  // mean_and_se over draws
+  // A freshly initialised attention layer (C5; d_model 64, one head of size
+  // d_k, n_keys tokens of N(0, 1) input, loss <output, r> for a random r): a
+  // layer draw is a new layer and a new input, the same for every mode.
+  int64_t layer_draws = 0;
+  Interval layer_logit_var, layer_entropy_norm, layer_max_weight;
+  Interval grad_norm_scores;  // ||dL/dS||_F at the softmax input S = s q.k
+  Interval grad_norm_wq, grad_norm_wk, grad_norm_wv, grad_ratio_qv;  // ratio ||W_Q|| / ||W_V||
+};
+std::vector<InitRow> run_init(const Settings& settings, const InitOptions& options);
+
+struct SettingSummary;
+// C1 to C6. C3, C4, C5 also read the train part's summaries (empty: judged
+// at initialisation alone).
+std::vector<Verdict> init_claims(const std::vector<InitRow>& init,
+                                 const std::vector<SettingSummary>& training);
+Section init_section(const InitOptions& options, const std::vector<InitRow>& init,
+                     const std::vector<SettingSummary>& training);
+
+// The two experiments' pieces. init_qk.cpp: independent q and k, C1 to C4
+// and C6 (in that order), their table and figures.
+void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const Settings& settings,
+                const InitOptions& options);
+std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
+                               const std::vector<SettingSummary>& training);
+std::string qk_table(const InitOptions& options, const std::vector<InitRow>& init);
+std::vector<PlotFile> qk_figures(const std::vector<InitRow>& init);
+// init.cpp: an initialised layer, C5, its table and figure.
+void measure_layer(InitRow& row, const Settings& settings, const InitOptions& options);
+Verdict saturation_claim(const std::vector<InitRow>& init,
+                         const std::vector<SettingSummary>& training);
+std::string layer_table(const InitOptions& options, const std::vector<InitRow>& init);
+PlotFile layer_figure(const std::vector<InitRow>& init);
+// Shared by the two: a generator for one (experiment, mode, d_k, n_keys,
+// draw), independent of the order in which threads reach it; the rows'
+// look-ups; the 95% t quantile for a mean over `draws`; a panel of one
+// field per mode against d_k with its 95% intervals (the control's missing
+// figures left as an empty series, so colours stay put), and a dashed
+// reference line c d_k^slope through a mode's first point.
+Generator init_generator(uint64_t seed, uint64_t part, uint64_t mode, int64_t d_k, int64_t n_keys,
+                         int64_t draw = 0);
+const InitRow* find_init(const std::vector<InitRow>& init, const std::string& mode, int64_t d_k,
+                         int64_t n_keys);
+std::vector<int64_t> values_of(const std::vector<InitRow>& init, int64_t InitRow::*field);
+int64_t quoted_keys(const std::vector<InitRow>& init);  // the middle key count: 64 by default
+double z_of(int64_t draws);
+plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys, const std::string& title,
+                        const std::string& y, bool log_y, Interval InitRow::*field,
+                        double (*transform)(double) = nullptr);
+plot::Series slope_line(const plot::Figure& f, const std::string& mode, double slope,
+                        const std::string& label);
+
+// ---- train: small transformers trained per mode (train.cpp, summary.cpp) -------------------
+struct TrainOptions {
+  std::vector<int64_t> d_ks = {16, 64, 256};
+  std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
+  std::vector<std::string> modes = default_modes();                     // --full: study_modes()
+  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;  // --full: 10 seeds
+  int64_t steps = 0;                                                    // 0: each task's own
+};
+TrainOptions train_options(const Settings& settings);
+
+struct TrainResult {
+  std::vector<CurveRow> curves;
+  std::vector<LayerRow> layers;
+  std::vector<FinalRow> finals;
+};
+TrainResult run_train(const Settings& settings, const TrainOptions& options);
+
+// summary.cpp: runs summarised over seeds, each mode against 1/sqrt(d_k)
+// as a paired difference (same seed, same initial weights, same batches).
+struct MetricSpec {
+  std::string name;         // the final_metrics.csv column
+  double FinalRow::*field;  // where a run keeps it
+  bool higher_is_better;
+  double margin;     // the smallest difference that counts, in the metric's own units
+  double scale;      // shown multiplied by this (accuracy in points: 100)
+  std::string unit;  // as shown
+  int digits;        // decimals shown
+};
+// accuracy (margin 1 point), loss_auc (0.05 nats), steps_to_90 (20 steps).
+const std::vector<MetricSpec>& compared_metrics();
+
+struct SettingSummary {
+  std::string task, mode;
+  int64_t d_k = 0;
+  int64_t runs = 0, reached_90 = 0, reached_99 = 0, diverged = 0;
+  // Per compared metric, in compared_metrics() order, over the runs where
+  // the metric is finite (a diverged run has no loss).
+  std::vector<Interval> metric;
+  // mode - inv_sqrt_dk, seed by seed, and its verdict; for inv_sqrt_dk
+  // itself n = 0 and NoDetectableDifference.
+  std::vector<Interval> vs_default;
+  std::vector<Comparison> verdict;
+  Interval max_logit, seq_accuracy;  // seq_accuracy: reverse only (n = 0 otherwise)
+  Interval log_grad_ratio;           // log10 of FinalRow::grad_ratio_qv: it spreads over decades
+};
+// One summary per (task, d_k, mode), in the order the runs came.
+std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& finals);
+const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
+                                   const std::string& task, int64_t d_k, const std::string& mode);
+// The mean and 95% t-interval of the finite values; n = 0 (and NaN) when none.
+Interval interval_of_finite(const std::vector<double>& values);
+// "0.912 +- 0.013" with `digits` decimals, times `scale`; "-" for n = 0.
+std::string interval_text(const Interval& i, int digits, double scale = 1);
+// A lower-is-better comparison in a table: "**lower**", "**higher**", "no det.".
+const char* lower_higher(Comparison c);
+// A series of the mean over seeds with its 95% t-interval as error bars, one
+// point per x.
+plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
+                         bool emphasis = false);
+
+// A mode's paired comparisons with 1/sqrt(d_k) over every trained setting:
+// the settings where some metric is detectably worse, or better.
+struct TrainingCount {
+  int settings = 0, worse = 0, better = 0;
+  std::string worse_list, better_list;
+};
+TrainingCount count_training(const std::vector<SettingSummary>& training, const std::string& mode);
+std::string describe_training(const TrainingCount& count, int64_t seeds);
+int64_t seeds_of(const std::vector<SettingSummary>& training);
+
+// C7, and C8, which also reads the lr part's runs (empty when it did not run).
+std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
+                                  const std::vector<FinalRow>& finals,
+                                  const std::vector<FinalRow>& lr_runs);
+Section train_section(const TrainOptions& options, const TrainResult& result,
+                      const std::vector<FinalRow>& lr_runs);
+
+// ---- depth: gradient flow across depth at initialisation (depth.cpp) ----------------------
+struct DepthOptions {
+  std::vector<int64_t> depths = {1, 2, 4, 8};
+  int64_t d_model = 64, heads = 1, d_ff = 256, seq = 32, batch = 8, vocab = 32;
+  int64_t draws = 8;  // --full: 32
+};
+DepthOptions depth_options(const Settings& settings);
+struct DepthRow {
+  std::string mode, norm_placement;  // "pre_ln" or "post_ln"
+  int64_t layers = 0, layer = 0;     // layer counts from 0 at the input
+  int64_t draws = 0;
+  Interval grad_norm_wq, grad_norm_wv, grad_norm_ff, token_cosine;  // mean_and_se over draws
+};
+std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& options);
+Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& depth);
+
+// ---- lr (--full): learning-rate sensitivity per mode (lr.cpp) ------------------------------
+// Wortsman et al. 2023: every mode at two d_k over a grid of learning rates.
+struct LrOptions {
+  TaskSetup task = reverse_setup();
+  std::vector<int64_t> d_ks = {16, 256};
+  std::vector<double> lrs = {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
+  std::vector<std::string> modes = default_modes();  // --full: study_modes()
+  int64_t seeds = 3;
+};
+LrOptions lr_options(const Settings& settings);
+// One FinalRow per (d_k, mode, lr, seed); FinalRow::lr says which.
+std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& options);
+
+// A run's final loss for comparisons across learning rates: the final
+// held-out loss, capped at the run's initial loss; a diverged run counts at
+// its initial loss (as Wortsman et al. do). The width and depth-train parts
+// compare with it too.
+double capped_loss(const FinalRow& run);
+// The LR sensitivity of one configuration (mode, d_k) and seed: the mean over
+// the learning rates of capped_loss - the best capped_loss of that
+// configuration and seed. Then over seeds.
+struct Sensitivity {
+  std::string mode;
+  int64_t d_k = 0;
+  Interval sensitivity;  // over seeds
+  Interval vs_default;   // mode - inv_sqrt_dk, paired by seed (n = 0 for the reference)
+  Comparison verdict = Comparison::NoDetectableDifference;  // lower is better, margin below
+  double best_lr = 0, best_loss = 0;                        // of the loss averaged over seeds
+};
+inline constexpr double kSensitivityMargin = 0.05;  // nats
+std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep);
+// C9 and C12.
+std::vector<Verdict> lr_claims(const std::vector<FinalRow>& sweep);
+Section lr_section(const LrOptions& options, const std::vector<FinalRow>& sweep);
+
+// ---- width (--full): the best learning rate across width, SP against muP (width.cpp) ---------
+// Yang et al. 2022: two heads of d_k = d_model / 2 at each width, under three
+// parametrisations, over a grid of learning rates.
+struct WidthOptions {
+  std::vector<int64_t> d_models = {32, 64, 128, 256};
+  std::vector<double> lrs = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1};
+  int64_t seeds = 2, steps = 200, batch = 32;
+};
+WidthOptions width_options(const Settings& settings);
+struct WidthRow {
+  std::string parametrization;  // "sp_inv_sqrt_dk", "sp_inv_dk" or "mup"
+  int64_t d_model = 0;
+  FinalRow run;
+};
+const std::vector<std::string>& parametrizations();
+std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& options);
+
+// Per parametrisation and width: the learning rate whose capped loss,
+// averaged over seeds, is lowest, and the best per seed.
+struct BestLr {
+  std::string parametrization;
+  int64_t d_model = 0;
+  double best_lr = 0, best_loss = 0;
+  std::vector<double> per_seed;
+  double qk_std_init = 0, qk_std = 0;  // at the best lr, averaged over seeds
+};
+std::vector<BestLr> best_lr_by_width(const std::vector<WidthRow>& rows);
+// How many grid steps the best learning rate moves across widths.
+int best_lr_spread(const std::vector<BestLr>& best, const std::string& parametrization,
+                   const std::vector<double>& grid);
+// The least-squares slope of log(y) against log(x).
+double log_log_slope(const std::vector<double>& x, const std::vector<double>& y);
+Verdict width_claim(const std::vector<WidthRow>& rows);  // C10
+Section width_section(const WidthOptions& options, const std::vector<WidthRow>& rows);
+
+// ---- depth-train (--full): depth in training, pre- against post-LN (depth.cpp) --------------
+// Xiong et al. 2020: 4 layers per stack, pre- and post-LN, with and without
+// warm-up, for three modes; each block's gradient norm at every evaluation.
+struct DepthTrainOptions {
+  int64_t layers = 4, seeds = 3, steps = 250;
+  double lr = 1e-2;
+  std::vector<std::string> modes = {"inv_sqrt_dk", "none", "qk_norm"};
+};
+DepthTrainOptions depth_train_options(const Settings& settings);
+struct DepthTrainRow {
+  std::string norm_placement, mode;  // "pre_ln" / "post_ln"
+  bool warmup = false;
+  int64_t seed = 0, step = 0;
+  double loss = 0;
+  std::string layer;
+  double grad_norm = 0;
+};
+struct DepthTrainRun {
+  std::string norm_placement;
+  bool warmup = false;
+  FinalRow run;
+};
+struct DepthTrainResult {
+  std::vector<DepthTrainRow> rows;
+  std::vector<DepthTrainRun> runs;
+};
+DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& options);
+
+// Final loss without warm-up minus with it, paired by seed, per norm
+// placement and mode (higher is worse; margin kSensitivityMargin).
+struct WarmupEffect {
+  std::string placement, mode;
+  Interval no_warmup_minus_warmup;
+  Comparison verdict = Comparison::NoDetectableDifference;
+};
+std::vector<WarmupEffect> warmup_effects(const DepthTrainResult& depth);
+// Per norm placement: the gradient norm of the block nearest the output over
+// the one nearest the input, at the first step, averaged over runs.
+double output_to_input_gradient(const DepthTrainResult& depth, const std::string& placement);
+Verdict warmup_claim(const DepthTrainResult& depth);  // C11
+Section depth_train_section(const DepthTrainOptions& options, const DepthTrainResult& depth);
+
+}  // namespace gradflow::study

@@ -1,0 +1,441 @@
+// The train part: small transformers trained under each mode, over several
+// seeds. Within a seed every mode of a (task, d_k) starts from the same
+// weights and sees the same batches and the same evaluation set, so modes
+// are compared seed by seed (paired; summary.cpp). d_k is varied at a fixed
+// model width: one head whose size d_k is set on its own (Q, K, V map
+// d_model -> d_k), so the residual stream and the feed-forward layers are
+// the same for every d_k. One run is training_run.cpp's train_one.
+//
+// Claims judged here: C7 (the scale matters, 1/sqrt(d_k) is balanced) and
+// C8 (logit growth, entropy collapse and the Q/K gradient), which also reads
+// the lr part's runs when it ran. C3 to C5's training criteria read this
+// part's summaries from init.cpp and init_qk.cpp.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "examples/common/number_text.h"
+#include "examples/study/parts.h"
+
+namespace gradflow::study {
+
+TrainOptions train_options(const Settings& settings) {
+  TrainOptions o;
+  o.seeds = settings.seeds > 0 ? settings.seeds : settings.full ? 10 : 3;
+  o.steps = settings.steps;
+  if (settings.full) o.modes = study_modes();
+  if (!settings.modes.empty()) o.modes = settings.modes;
+  return o;
+}
+
+TrainResult run_train(const Settings& settings, const TrainOptions& o) {
+  if (o.eval_every < 1) fail("scaling_study: eval_every must be at least 1");
+  std::vector<RunSpec> runs;
+  for (const TaskSetup& task : o.tasks)
+    for (int64_t d_k : o.d_ks)
+      for (const std::string& mode : o.modes)
+        for (int64_t seed = 0; seed < o.seeds; ++seed) {
+          RunSpec spec;
+          spec.key = {task.task, mode, d_k, seed};
+          spec.task = task;
+          if (o.steps > 0) spec.task.steps = o.steps;
+          spec.batch = o.batch, spec.eval_every = o.eval_every;
+          spec.eval_examples = o.eval_examples;
+          spec.seed = settings.seed;
+          runs.push_back(spec);
+        }
+  std::vector<RunOutput> outputs =
+      train_all("train", runs, settings, settings.progress_for("train: in training", "run"));
+  TrainResult result;
+  for (RunOutput& r : outputs) {
+    result.curves.insert(result.curves.end(), r.curves.begin(), r.curves.end());
+    result.layers.insert(result.layers.end(), r.layers.begin(), r.layers.end());
+    result.finals.push_back(r.final);
+  }
+  return result;
+}
+
+namespace {
+
+// C7: the scale matters in training, and 1/sqrt(d_k) is never beaten.
+Verdict balance_claim(const std::vector<SettingSummary>& training) {
+  const int64_t seeds = seeds_of(training);
+  Verdict v{"C7",
+            "in training the scale changes how fast and how stably a transformer learns; "
+            "1/sqrt(d_k) is the balanced choice"};
+  v.why =
+      "Too small a scale starts flat and must grow q and k first; too large a scale "
+      "saturates and starves W_Q and W_K of gradient; 1/sqrt(d_k) keeps the logits' "
+      "variance at that of the inputs' at every d_k.";
+  int worse_settings = 0, better_settings = 0, modes = 0;
+  std::string better_list;
+  for (const std::string& mode : study_modes()) {
+    if (mode == kDefaultMode) continue;
+    TrainingCount t = count_training(training, mode);
+    if (t.settings == 0) continue;
+    ++modes;
+    worse_settings += t.worse;
+    better_settings += t.better;
+    if (!t.better_list.empty())
+      better_list += (better_list.empty() ? "" : "; ") + mode + " on " + t.better_list;
+  }
+  if (modes == 0) {
+    v.measured = "no training in this run";
+    v.verdict = "unclear";
+    v.reason = "the train part did not run";
+    return v;
+  }
+  const bool matters = worse_settings + better_settings > 0;
+  const bool balanced = better_settings == 0;
+  v.measured = "paired over " + std::to_string(seeds) +
+               " seeds against 1/sqrt(d_k): " + std::to_string(worse_settings) +
+               " (mode, setting) pairs detectably worse, " + std::to_string(better_settings) +
+               " detectably better" + (better_list.empty() ? "" : " (" + better_list + ")");
+  v.verdict = !matters ? "unclear" : balanced ? "holds" : "partly holds";
+  v.reason = std::string("the scale matters (some mode detectably different): ") + yes_no(matters) +
+             "; no mode detectably better than 1/sqrt(d_k) anywhere: " + yes_no(balanced) +
+             " (margins: 1 accuracy point, 0.05 nats of loss AUC, 20 steps)";
+  return v;
+}
+
+bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode == "qk_l2norm"; }
+
+// C8: across the runs of the train and lr parts without QK normalisation, larger
+// logits go with lower entropy and a smaller Q/V gradient ratio; with QK
+// normalisation the largest logit stays below the unscaled mode's.
+Verdict logit_growth(const std::vector<FinalRow>& runs) {
+  Verdict v{"C8",
+            "logit growth drives entropy collapse and vanishing Q/K gradients without QK "
+            "normalisation"};
+  v.why =
+      "As q and k align in training, |q.k| grows; the softmax sharpens (entropy falls) and "
+      "its Jacobian shrinks, which cuts the gradient to W_Q and W_K but not to W_V "
+      "(Dehghani et al. 2023; Wortsman et al. 2023). Normalising q and k bounds the logits.";
+  std::vector<double> logit, entropy, ratio;
+  double normalised_max = 0, unscaled_max = 0;
+  for (const FinalRow& r : runs) {
+    if (r.run.mode == "none") unscaled_max = std::max(unscaled_max, r.max_logit);
+    if (qk_normalised(r.run.mode)) {
+      normalised_max = std::max(normalised_max, r.max_logit);
+      continue;
+    }
+    // A run that diverged early has no figures to rank.
+    if (!(r.max_logit > 0) || !std::isfinite(r.max_logit) || !std::isfinite(r.min_entropy) ||
+        !(r.grad_ratio_qv > 0) || !std::isfinite(r.grad_ratio_qv))
+      continue;
+    logit.push_back(std::log(r.max_logit));
+    entropy.push_back(r.min_entropy);
+    ratio.push_back(std::log(r.grad_ratio_qv));
+  }
+  if (logit.size() < 8) {
+    v.verdict = "unclear", v.reason = "too few runs", v.measured = "-";
+    return v;
+  }
+  const Interval with_entropy = spearman_interval(logit, entropy, 2000, 8);
+  const Interval with_ratio = spearman_interval(logit, ratio, 2000, 9);
+  const bool collapses = with_entropy.hi < 0, vanishes = with_ratio.hi < 0;
+  const bool bounded = normalised_max > 0 && normalised_max < unscaled_max;
+  v.measured =
+      "over " + std::to_string(logit.size()) +
+      " runs without QK normalisation (the train and lr parts): Spearman's rho of the largest "
+      "logit with the lowest entropy " +
+      format_bounds(with_entropy) + ", with the final W_Q/W_V gradient ratio " +
+      format_bounds(with_ratio) + "; largest logit with QK normalisation " +
+      significant(normalised_max) + " against " + significant(unscaled_max) + " unscaled";
+  v.verdict = verdict_of(collapses + vanishes + bounded, 3);
+  v.reason =
+      std::string("larger logits, lower entropy (interval below 0): ") + yes_no(collapses) +
+      "; larger logits, smaller Q/V gradient ratio (interval below 0): " + yes_no(vanishes) +
+      "; QK normalisation keeps the largest logit below the unscaled mode's: " + yes_no(bounded) +
+      " (95% bootstrap intervals over runs)";
+  return v;
+}
+
+const char* comparison_word(Comparison c) {
+  return c == Comparison::Better ? "**better**" : c == Comparison::Worse ? "**worse**" : "no det.";
+}
+
+std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>& summary) {
+  std::ostringstream md;
+  md << "## train: in training\n\n";
+  for (const TaskSetup& t : o.tasks) {
+    md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
+       << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
+       << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps) << " steps, lr "
+       << cli::number_text(t.lr);
+    if (t.task == "recall")
+      md << "; " << t.recall.pairs << " key-value pairs from " << t.recall.n_keys << " keys and "
+         << t.recall.n_values << " values, then " << t.recall.queries << " queries";
+    else
+      md << "; 2 to 8 symbols from 8, reversed";
+    md << ".\n";
+  }
+  md << "- AdamW (betas 0.9, 0.98; no weight decay), linear warm-up over 5% of the steps, "
+        "gradient norm clipped at 1, batch "
+     << o.batch << "; held-out evaluation every " << o.eval_every << " steps on " << o.eval_examples
+     << " fixed examples. " << o.seeds
+     << " seeds; within a seed every mode starts from the same weights and sees the same "
+        "batches.\n"
+     << "- Figures: mean over seeds +- the half-width of the 95% t-interval (n = seeds). "
+        "`accuracy` averages the last 10% of evaluations; `steps to 90%` counts a run that "
+        "never got there as its length (the `reached` column says how many did); `loss AUC` "
+        "is the mean held-out loss over training (lower: learned sooner). `vs 1/sqrt(d_k)` is "
+        "the paired difference seed by seed; it is called better or worse only when its 95% "
+        "interval excludes 0 and it passes the margin stated in advance (1 point, 0.05 nats, "
+        "20 steps); otherwise no detectable difference (no det.).\n\n";
+  const std::vector<MetricSpec>& metrics = compared_metrics();
+  md << "| task | d_k | mode | accuracy (points) | steps to 90% | reached | loss AUC | "
+        "vs 1/sqrt(d_k): accuracy | loss AUC | steps to 90% | max logit |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const SettingSummary& s : summary) {
+    md << "| " << s.task << " | " << s.d_k << " | " << s.mode << " | "
+       << interval_text(s.metric[0], 1, 100) << " | " << interval_text(s.metric[2], 0) << " | "
+       << s.reached_90 << "/" << s.runs << " | " << interval_text(s.metric[1], 2) << " | ";
+    for (size_t m = 0; m < metrics.size(); ++m) {  // accuracy, loss AUC, steps to 90%
+      if (s.mode == kDefaultMode) {
+        md << "(reference) | ";
+        continue;
+      }
+      md << interval_text(s.vs_default[m], metrics[m].digits, metrics[m].scale) << " "
+         << comparison_word(s.verdict[m]) << " | ";
+    }
+    md << significant(s.max_logit.mean, 3) << " |\n";
+  }
+  md << "\n";
+  return md.str();
+}
+
+}  // namespace
+
+std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
+                                  const std::vector<FinalRow>& finals,
+                                  const std::vector<FinalRow>& lr_runs) {
+  std::vector<Verdict> out = {balance_claim(summary)};
+  std::vector<FinalRow> runs = finals;
+  runs.insert(runs.end(), lr_runs.begin(), lr_runs.end());
+  if (!runs.empty()) out.push_back(logit_growth(runs));
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> run_columns() { return {"task", "d_k", "mode", "seed"}; }
+void add_run(CsvRow& row, const RunKey& k) {
+  row.insert(row.end(), {k.task, k.d_k, k.mode, k.seed});
+}
+
+std::vector<CsvFile> train_csvs(const TrainResult& b) {
+  std::vector<CsvFile> out;
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c : {"step", "train_loss", "eval_loss", "accuracy", "spike"})
+      columns.push_back(c);
+    std::vector<CsvRow> rows;
+    for (const CurveRow& r : b.curves) {
+      CsvRow row;
+      add_run(row, r.run);
+      row.insert(row.end(), {r.step, csv_number(r.train_loss), csv_number(r.eval_loss),
+                             csv_number(r.eval_accuracy), r.spike});
+      rows.push_back(row);
+    }
+    out.push_back({"train_metrics.csv", columns, rows});
+  }
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c : {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq",
+                          "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv"})
+      columns.push_back(c);
+    std::vector<CsvRow> rows;
+    for (const LayerRow& r : b.layers) {
+      CsvRow row;
+      add_run(row, r.run);
+      row.insert(row.end(),
+                 {r.step, r.layer, r.layer_d_k, csv_number(r.max_logit), csv_number(r.entropy_norm),
+                  csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk),
+                  csv_number(r.grad_norm_wv), csv_number(r.grad_ratio_qv)});
+      rows.push_back(row);
+    }
+    out.push_back({"train_layers.csv", columns, rows});
+  }
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c : {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90",
+                          "steps_to_99", "reached_99", "loss_auc", "seq_accuracy", "spikes",
+                          "max_logit", "grad_ratio_qv", "diverged"})
+      columns.push_back(c);
+    std::vector<CsvRow> rows;
+    for (const FinalRow& f : b.finals) {
+      CsvRow row;
+      add_run(row, f.run);
+      row.insert(row.end(),
+                 {f.lr, f.steps, csv_number(f.final_accuracy), csv_number(f.final_loss),
+                  f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99, csv_number(f.loss_auc),
+                  f.seq_accuracy >= 0 ? csv_number(f.seq_accuracy) : "", f.spikes,
+                  csv_number(f.max_logit), csv_number(f.grad_ratio_qv), f.diverged});
+      rows.push_back(row);
+    }
+    out.push_back({"final_metrics.csv", columns, rows});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const FinalRow& f : b.finals) {
+    std::pair<std::string, int64_t> key{f.run.task, f.run.d_k};
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
+}
+
+std::vector<std::string> modes_of(const TrainResult& b) {
+  std::vector<std::string> out;
+  for (const std::string& m : study_modes())
+    for (const FinalRow& f : b.finals)
+      if (f.run.mode == m) {
+        out.push_back(m);
+        break;
+      }
+  return out;
+}
+
+// A curve over seeds: at each step the mean and 95% t-interval of the seeds
+// whose run of (task, d_k, mode), and layer if named, has a finite value
+// there; an accuracy's band is cut at 0 and 1, which no accuracy passes.
+template <class Row>
+void band(plot::Series& s, const std::vector<Row>& rows, const std::string& task, int64_t d_k,
+          const std::string& mode, const std::string& layer, double Row::*field, bool accuracy) {
+  std::map<int64_t, std::vector<double>> at;
+  for (const Row& r : rows) {
+    if (r.run.task != task || r.run.d_k != d_k || r.run.mode != mode) continue;
+    if constexpr (requires { r.layer; })
+      if (r.layer != layer) continue;
+    at[r.step].push_back(r.*field);
+  }
+  for (const auto& [step, values] : at) {
+    Interval i = interval_of_finite(values);
+    if (i.n == 0) continue;
+    if (accuracy) i.lo = std::clamp(i.lo, 0.0, 1.0), i.hi = std::clamp(i.hi, 0.0, 1.0);
+    add_point(s, static_cast<double>(step), i);
+  }
+}
+
+std::vector<PlotFile> train_figures(const TrainResult& b,
+                                    const std::vector<SettingSummary>& summary) {
+  std::vector<PlotFile> out;
+  const auto settings = settings_of(b);
+  const auto modes = modes_of(b);
+  auto curve_panels = [&](const std::string& y, bool log_y, double CurveRow::*field) {
+    const bool accuracy = field == &CurveRow::eval_accuracy;
+    std::vector<plot::Figure> panels;
+    for (const auto& [task, d_k] : settings) {
+      plot::Figure f = figure(task + ", d_k = " + std::to_string(d_k), "step", false, y, log_y);
+      if (accuracy) f.y.min = 0, f.y.max = 1;
+      for (const std::string& mode : study_modes()) {
+        plot::Series s = mode_series(mode);
+        if (std::find(modes.begin(), modes.end(), mode) != modes.end())
+          band(s, b.curves, task, d_k, mode, "", field, accuracy);
+        f.series.push_back(s);
+      }
+      panels.push_back(f);
+    }
+    return panels;
+  };
+  out.push_back(
+      {"accuracy_curves.svg",
+       plot::render_svg_grid(curve_panels("held-out accuracy", false, &CurveRow::eval_accuracy), 3,
+                             {.share_y = true, .legend_once = true}),
+       "Held-out accuracy against training step, one panel per task and d_k: the mean over "
+       "seeds with its 95% t-interval shaded (cut at 0 and 1; every mode of a seed starts "
+       "from the same weights and sees the same batches)."});
+  out.push_back(
+      {"loss_curves.svg",
+       plot::render_svg_grid(curve_panels("held-out loss", true, &CurveRow::eval_loss), 3,
+                             {.share_y = true, .legend_once = true}),
+       "Held-out cross-entropy against training step (log y), one panel per task and d_k: "
+       "mean over seeds with its 95% interval shaded."});
+  auto layer_panels = [&](const std::string& y, double LayerRow::*field) {
+    std::vector<plot::Figure> panels;
+    for (const auto& [task, d_k] : settings) {
+      plot::Figure f = figure(task + " " + key_layer(task) + ", d_k = " + std::to_string(d_k),
+                              "step", false, y, true);
+      for (const std::string& mode : study_modes()) {
+        plot::Series s = mode_series(mode);
+        if (std::find(modes.begin(), modes.end(), mode) != modes.end())
+          band(s, b.layers, task, d_k, mode, key_layer(task), field, false);
+        f.series.push_back(s);
+      }
+      panels.push_back(f);
+    }
+    return panels;
+  };
+  out.push_back(
+      {"max_logit.svg",
+       plot::render_svg_grid(layer_panels("largest |logit|", &LayerRow::max_logit), 3,
+                             {.share_y = true, .legend_once = true}),
+       "The largest |scaled logit| of the attention layer where each task looks its answer up "
+       "(reverse: cross-attention; recall: the second layer) against training step, log y: "
+       "mean over seeds with its 95% interval shaded. Growing logits mean sharpening, "
+       "eventually saturated, attention."});
+  out.push_back(
+      {"grad_ratio.svg",
+       plot::render_svg_grid(layer_panels("||dL/dW_Q|| / ||dL/dW_V||", &LayerRow::grad_ratio_qv), 3,
+                             {.share_y = true, .legend_once = true}),
+       "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
+       "step, log y: mean over seeds with its 95% interval. A falling ratio is the query's "
+       "gradient vanishing relative to the value's."});
+  std::vector<plot::Figure> finals;
+  std::vector<std::string> tasks;
+  for (const auto& [task, d_k] : settings)
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
+  for (const std::string& task : tasks) {
+    plot::Figure f = figure(task, "d_k", true, "final held-out accuracy", false);
+    f.y.min = 0, f.y.max = 1;
+    for (const std::string& mode : study_modes()) {
+      plot::Series s = mode_series(mode);
+      s.markers = true;
+      for (const SettingSummary& r : summary) {
+        if (r.task != task || r.mode != mode) continue;
+        const Interval& a = r.metric[0];
+        s.x.push_back(static_cast<double>(r.d_k));
+        s.y.push_back(a.mean);
+        s.lo.push_back(std::clamp(std::isfinite(a.lo) ? a.lo : a.mean, 0.0, 1.0));
+        s.hi.push_back(std::clamp(std::isfinite(a.hi) ? a.hi : a.mean, 0.0, 1.0));
+      }
+      f.series.push_back(s);
+    }
+    finals.push_back(f);
+  }
+  out.push_back(
+      {"final_accuracy.svg",
+       plot::render_svg_grid(finals, 2, {.share_y = true, .legend_once = true}),
+       "Final held-out accuracy (the mean of the last 10% of evaluations) against d_k, log x: "
+       "mean over seeds with its 95% t-interval (cut at 0 and 1)."});
+  return out;
+}
+
+}  // namespace
+
+Section train_section(const TrainOptions& options, const TrainResult& result,
+                      const std::vector<FinalRow>& lr_runs) {
+  Section s{.part = "train"};
+  if (result.finals.empty()) return s;
+  const std::vector<SettingSummary> summary = summarise_training(result.finals);
+  s.claims = train_claims(summary, result.finals, lr_runs);
+  s.markdown = train_table(options, summary);
+  s.csvs = train_csvs(result);
+  s.plots = train_figures(result, summary);
+  std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
+  for (const FinalRow& f : result.finals) {
+    auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];
+    seconds += f.seconds, ++runs;
+  }
+  s.time_note = "Seconds per training run:";
+  for (const auto& [key, value] : per)
+    s.time_note += " " + key.first + " d_k " + std::to_string(key.second) + ": " +
+                   significant(value.first / value.second, 3) + ";";
+  return s;
+}
+
+}  // namespace gradflow::study
