@@ -15,7 +15,6 @@
 #include <map>
 #include <sstream>
 
-#include "examples/common/number_text.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -163,7 +162,7 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
     md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
        << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
        << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps) << " steps, lr "
-       << cli::number_text(t.lr);
+       << significant(t.lr);
     if (t.task == "recall")
       md << "; " << t.recall.pairs << " key-value pairs from " << t.recall.n_keys << " keys and "
          << t.recall.n_values << " values, then " << t.recall.queries << " queries";
