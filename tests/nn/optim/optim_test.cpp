@@ -108,6 +108,74 @@ TEST(SGD, MomentumBufferIncludesWeightDecay) {
   EXPECT_DOUBLE_EQ(values(p)[0], 1.43);
 }
 
+// The study's SGD arm: momentum 0.9, coupled weight decay 0.1, and a learning rate the loop's
+// schedule changes before every step (set_lr, as examples/common/training.cpp does).
+TEST(SGD, MomentumWeightDecayAndAScheduledLrThreeStepsByHand) {
+  Variable p = param({1.0, -2.0});
+  SGD opt({p}, /*lr=*/0.1, /*momentum=*/0.9, /*nesterov=*/false, /*weight_decay=*/0.1);
+  const double lrs[3] = {0.1, 0.05, 0.02};
+  const std::vector<double> grads[3] = {{0.5, 1.0}, {-1.0, 1.0}, {2.0, -3.0}};
+  for (int s = 0; s < 3; ++s) {
+    opt.set_lr(lrs[s]);
+    give_grad(p, grads[s]);
+    opt.step();
+  }
+  // Element 0 (p = 1):
+  //   step 1, lr 0.1:  g = 0.5 + 0.1 * 1 = 0.6;          b = g = 0.6 (first step);
+  //                    p = 1 - 0.1 * 0.6 = 0.94
+  //   step 2, lr 0.05: g = -1 + 0.1 * 0.94 = -0.906;     b = 0.9 * 0.6 - 0.906 = -0.366;
+  //                    p = 0.94 + 0.05 * 0.366 = 0.9583
+  //   step 3, lr 0.02: g = 2 + 0.1 * 0.9583 = 2.09583;   b = 0.9 * -0.366 + 2.09583 = 1.76643;
+  //                    p = 0.9583 - 0.02 * 1.76643 = 0.9229714
+  // Element 1 (p = -2):
+  //   step 1: g = 1 - 0.2 = 0.8;                b = 0.8;                     p = -2.08
+  //   step 2: g = 1 - 0.208 = 0.792;            b = 0.72 + 0.792 = 1.512;    p = -2.08 - 0.0756
+  //                                                                            = -2.1556
+  //   step 3: g = -3 - 0.21556 = -3.21556;      b = 1.3608 - 3.21556 = -1.85476;
+  //           p = -2.1556 + 0.02 * 1.85476 = -2.1185048
+  EXPECT_NEAR(values(p)[0], 0.9229714, 1e-14);
+  EXPECT_NEAR(values(p)[1], -2.1185048, 1e-14);
+  const std::vector<double> buffer = find(opt.state(), "momentum_buffer.0").to_vector();
+  EXPECT_NEAR(buffer[0], 1.76643, 1e-14);
+  EXPECT_NEAR(buffer[1], -1.85476, 1e-14);
+  EXPECT_EQ(opt.step_count(), 3);
+}
+
+TEST(SGD, ParameterWithoutGradKeepsItsValueAndItsMomentumBuffer) {
+  Variable a = param({1.0}), b = param({5.0});
+  SGD opt({a, b}, 0.1, /*momentum=*/0.9);
+  give_grad(a, {1.0});
+  give_grad(b, {1.0});
+  opt.step();  // b: buffer 1, b = 5 - 0.1 = 4.9
+  opt.zero_grad();
+  give_grad(a, {1.0});
+  opt.step();  // b has no grad: neither b nor its buffer moves (no decay of the buffer either)
+  EXPECT_DOUBLE_EQ(values(b)[0], 4.9);
+  EXPECT_EQ(find(opt.state(), "momentum_buffer.1").to_vector(), (std::vector<double>{1.0}));
+  give_grad(b, {2.0});
+  opt.step();  // b: buffer 0.9 * 1 + 2 = 2.9, b = 4.9 - 0.29 = 4.61
+  EXPECT_DOUBLE_EQ(values(b)[0], 4.61);
+  EXPECT_EQ(find(opt.state(), "param_steps").to_vector(), (std::vector<double>{3, 2}));
+}
+
+TEST(SGD, RejectsNegativeOrNonFiniteLrMomentumAndWeightDecay) {
+  Variable p = param({1.0});
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  for (double bad : {-0.1, nan, inf}) {
+    EXPECT_NE(error_of([&] { SGD({p}, bad, 0.9); }).find("SGD: lr must be finite and >= 0"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { SGD({p}, 0.1, bad); }).find("SGD: momentum must be finite and >= 0"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] {
+                SGD({p}, 0.1, 0.9, false, bad);
+              }).find("SGD: weight_decay must be finite and >= 0"),
+              std::string::npos);
+  }
+  SGD opt({p}, 0.1, 0.9);
+  EXPECT_THROW(opt.set_lr(-1e-3), Error);
+  EXPECT_EQ(opt.lr(), 0.1);  // a rejected lr leaves the old one
+}
+
 // ---- Adam and AdamW ---------------------------------------------------------
 
 TEST(Adam, OneStepByHand) {
