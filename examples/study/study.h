@@ -25,12 +25,15 @@
 
 #include "examples/common/csv_log.h"
 #include "examples/common/svg_plot.h"
-#include "examples/study/stats.h"
+#include "examples/stats/stats.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
 #include "tensor/random.h"
 
 namespace gradflow::study {
+
+// The statistics (examples/stats/) are the study's own vocabulary.
+using namespace gradflow::stats;
 
 // ---- The arms compared ------------------------------------------------------
 // Every arm, in the order plots draw them (the order fixes their colours):

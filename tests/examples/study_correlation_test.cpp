@@ -5,10 +5,10 @@
 #include <cmath>
 #include <vector>
 
-#include "examples/study/stats.h"
+#include "examples/stats/stats.h"
 #include "tensor/error.h"
 
-namespace gradflow::study {
+namespace gradflow::stats {
 namespace {
 
 TEST(StudyCorrelation, SpearmanByHand) {
@@ -56,4 +56,4 @@ TEST(StudyCorrelation, NewcombesPublishedExample) {
 }
 
 }  // namespace
-}  // namespace gradflow::study
+}  // namespace gradflow::stats

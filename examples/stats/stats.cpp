@@ -1,4 +1,4 @@
-#include "examples/study/stats.h"
+#include "examples/stats/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "tensor/error.h"
 
-namespace gradflow::study {
+namespace gradflow::stats {
 
 namespace {
 
@@ -444,4 +444,4 @@ Interval proportion_difference(int64_t hits1, int64_t n1, int64_t hits2, int64_t
   return out;
 }
 
-}  // namespace gradflow::study
+}  // namespace gradflow::stats

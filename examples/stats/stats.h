@@ -1,4 +1,5 @@
-// The study's statistics: one Interval type and its constructors (a mean and
+// Statistics for experiments over seeds and draws (the scaling study's):
+// one Interval type and its constructors (a mean and
 // its standard error over independent draws, Student-t over seeds, the
 // percentile bootstrap), paired differences between two settings run on the
 // same seeds, the decision rule that turns a difference into a verdict,
@@ -20,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace gradflow::study {
+namespace gradflow::stats {
 
 // How an interval was made: NormalMean is mean_and_se's (many draws),
 // NewcombeScore proportion_difference's.
@@ -151,4 +152,4 @@ Interval spearman_interval(std::span<const double> x, std::span<const double> y,
 Interval proportion_difference(int64_t hits1, int64_t n1, int64_t hits2, int64_t n2,
                                double confidence = 0.95);
 
-}  // namespace gradflow::study
+}  // namespace gradflow::stats
