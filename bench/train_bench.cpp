@@ -134,8 +134,7 @@ int run(int argc, char** argv) {
   // sequence length and the vocabulary.
   for (const char* fixed : {"--kind", "--seq", "--vocab"})
     if (study && args.seen(fixed))
-      throw cli::UsageError(std::string("train_bench: ") + fixed + " is set by " + workload +
-                            "'s task");
+      throw cli::UsageError(std::string(fixed) + " is set by " + workload + "'s task");
 
   set_num_threads(threads);
   set_reference_ops(reference);
