@@ -2,11 +2,14 @@
 // runs backward is in engine.cpp.
 #include "autograd/variable.h"
 
+#include <atomic>
+
 namespace gradflow {
 
 namespace {
 thread_local bool grad_mode = true;
 bool anomaly_mode = false;
+std::atomic<uint64_t> nodes_recorded{0};
 }  // namespace
 
 Node::~Node() {
@@ -58,8 +61,11 @@ Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs
   if (!any) return out;
   out.impl()->requires_grad = true;
   out.impl()->grad_fn = std::make_shared<Node>(name, std::move(in), std::move(backward));
+  nodes_recorded.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
+
+uint64_t recorded_nodes() { return nodes_recorded.load(std::memory_order_relaxed); }
 
 bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }

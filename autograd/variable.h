@@ -114,6 +114,11 @@ class Variable {
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
                      BackwardFn backward);
 
+// Nodes recorded by make_result in this process so far, all threads: the
+// ops of a training step that a backward will run, for measuring the cost
+// per op (bench/train_bench --overhead).
+uint64_t recorded_nodes();
+
 // grad (+)= g, as backward adds into a leaf. The first gradient is copied so
 // that .grad never aliases a tensor the user or the graph still holds, unless
 // g is the only handle to its memory (pass it with std::move to allow that).

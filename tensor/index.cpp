@@ -50,6 +50,25 @@ void index_add_(Tensor& dst, int64_t axis, const Tensor& index, const Tensor& sr
   expected[ax] = static_cast<int64_t>(idx.size());
   if (src.shape() != expected)
     fail("index_add_: source shape ", shape_str(src.shape()), " should be ", shape_str(expected));
+  if (ax == 0 && dst.is_contiguous() && src.is_contiguous() && dst.dtype() == src.dtype() &&
+      dst.dtype() != DType::Int64) {
+    // The embedding's backward: whole rows of src added into rows of dst, in
+    // index order (so a repeated row sums in the same order as below). A
+    // view and an add_ per row cost more than the row's arithmetic.
+    // Shape: dst (N, ...), src (J, ...), rows of `row` elements.
+    const int64_t row = dst.numel() / std::max<int64_t>(1, dst.shape()[0]);
+    visit_float(dst.dtype(), "index_add_", [&](auto zero) {
+      using T = decltype(zero);
+      T* d = dst.data<T>();
+      const T* s = src.data<T>();
+      for (size_t i = 0; i < idx.size(); ++i) {
+        T* to = d + idx[i] * row;
+        const T* from = s + static_cast<int64_t>(i) * row;
+        for (int64_t k = 0; k < row; ++k) to[k] += from[k];
+      }
+    });
+    return;
+  }
   for (size_t i = 0; i < idx.size(); ++i) {
     Tensor slot = dst.select(ax, idx[i]);
     add_(slot, src.select(ax, i));

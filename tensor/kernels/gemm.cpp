@@ -134,10 +134,17 @@ void tiled_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, in
 // (gpt-small's (1024 x 256) by (256 x 256)) OpenBLAS is 10% faster, since A
 // passes once per 32 columns of B. The 12 x 2 tile needs AVX-512's 32
 // vector registers; with 16 (AVX2) it would spill, so there OpenBLAS takes
-// these too.
+// these too. On an AMD EPYC (Zen 4) with OpenBLAS 0.3.21, whose small-matrix
+// kernels take products like these without packing, a ragged tile (N not a
+// multiple of the 32-wide tile: the study's d_k 16, its vocabulary of 11,
+// attention's 20 x 20 scores) or a short A (M = 16, which fills 16 of a
+// tile's 24 rows) lost up to 2.5x: (576 x 32) by (32 x 16) 13.0 us against
+// 5.2, (16 x 576) by (576 x 32) 8.2 against 5.0, (20 x 256) by (256 x 20)
+// 6.4 against 1.9. Those go to OpenBLAS: study-reverse 0.93x the CPU time,
+// study-recall 0.88x.
 bool tiles_beat_blas(int64_t m, int64_t n, int64_t k) {
 #ifdef __AVX512F__
-  return n <= 128 && k <= 1024 && m * k <= (int64_t{1} << 18);
+  return n <= 128 && n % 32 == 0 && m >= 32 && k <= 1024 && m * k <= (int64_t{1} << 18);
 #else
   (void)m, (void)n, (void)k;
   return false;

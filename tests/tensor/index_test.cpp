@@ -112,6 +112,12 @@ TEST(Index, IndexAddAccumulatesRepeats) {
   expect_tensor(dst, {3, 2}, {1 + 3 + 7, 2 + 4 + 8, 5, 6, 0, 0});
   expect_tensor(base, {2, 3}, {11, 5, 0, 14, 6, 0});
 
+  // Hand-checked, float32 rows into a contiguous dst (the embedding's
+  // backward takes a row loop of its own for these).
+  Tensor rows = full({3, 2}, 0.5);
+  index_add_(rows, 0, from_indices({2, 0, 2}, {3}), from_vector({1, 2, 3, 4, 5, 6}, {3, 2}));
+  expect_tensor(rows, {3, 2}, {3.5, 4.5, 0.5, 0.5, 6.5, 8.5});
+
   Tensor d = zeros({3, 2});
   std::string msg = error_message([&] { index_add_(d, 0, from_indices({0}, {1}), zeros({2, 2})); });
   EXPECT_TRUE(contains(msg, "index_add_") && contains(msg, "(2, 2)") && contains(msg, "(1, 2)"))
