@@ -15,6 +15,7 @@
 
 #include "autograd/reference.h"
 #include "examples/common/args.h"
+#include "examples/common/memory_estimate.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_lock.h"
 #include "examples/common/signals.h"
@@ -117,6 +118,66 @@ std::vector<int64_t> parse_d_ks(const std::string& text) {
   return out;
 }
 
+// A new study in a folder that holds one replaces it only with --overwrite,
+// which removes the old study's files first, so no report sits beside
+// another run's CSV files. Called with the folder locked.
+void claim_study_dir(const std::string& out, bool overwrite) {
+  std::vector<std::filesystem::path> present;
+  std::error_code ec;
+  for (const std::string& file : study::study_files())
+    if (std::filesystem::exists(std::filesystem::path(out) / file, ec))
+      present.push_back(std::filesystem::path(out) / file);
+  if (present.empty()) return;
+  if (!overwrite)
+    throw cli::UsageError("--out '" + out + "' already holds a study (" +
+                          present.front().filename().string() +
+                          "): choose another --out, or replace it with --overwrite");
+  for (const std::filesystem::path& file : present)
+    if (!std::filesystem::remove(file, ec) && ec)
+      throw cli::UsageError("--overwrite: cannot remove '" + file.string() + "': " + ec.message());
+  std::fprintf(stderr, "--overwrite: removed the previous study's %zu files from '%s'\n",
+               present.size(), out.c_str());
+}
+
+// The memory of one training run at its peak (examples/common/memory_estimate.h),
+// plus what the study adds: at evaluation steps the attention probe keeps
+// each layer's (B, H, T, S) logits and weights and their gradients.
+double run_bytes(const study::RunSpec& spec) {
+  const study::RunShape shape = study::run_shape(spec);
+  examples::TrainingShape training{.kind = shape.encoder_decoder
+                                               ? examples::ModelKind::kEncoderDecoder
+                                               : examples::ModelKind::kDecoder,
+                                   .config = shape.config,
+                                   .batch = std::max(spec.batch, spec.eval_examples),
+                                   .src_len = shape.src_len,
+                                   .tgt_len = shape.tgt_len};
+  const double b = static_cast<double>(training.batch), h = static_cast<double>(spec.task.heads),
+               s = static_cast<double>(shape.src_len), t = static_cast<double>(shape.tgt_len),
+               layers = static_cast<double>(spec.task.layers);
+  const double score_entries =
+      shape.encoder_decoder ? layers * (s * s + t * t + t * s) : layers * t * t;
+  return examples::estimate_training_memory(training).total_bytes + 4 * 4 * b * h * score_entries;
+}
+
+// Refuses, before anything runs, a study that cannot fit: `threads` of its
+// largest run side by side, and the rows every run keeps for the report.
+void check_study_memory(const std::vector<study::RunSpec>& largest, int64_t runs, int64_t rows,
+                        int threads) {
+  double run = 0;
+  for (const study::RunSpec& spec : largest) run = std::max(run, run_bytes(spec));
+  const double results = static_cast<double>(rows) * 256;  // a row and its strings
+  const double total = static_cast<double>(threads) * run + results;
+  const uint64_t available = examples::available_memory_bytes();
+  if (available == 0 || total <= static_cast<double>(available)) return;
+  throw cli::UsageError("the study needs about " + examples::format_bytes(total) + " (" +
+                        std::to_string(threads) + " runs side by side of up to " +
+                        examples::format_bytes(run) + ", and " + examples::format_bytes(results) +
+                        " of results from " + std::to_string(runs) + " runs), more than the " +
+                        examples::format_bytes(static_cast<double>(available)) +
+                        " available; lower --threads, --d-ks, --recall-pairs, --recall-keys, "
+                        "--seeds or --steps");
+}
+
 // The verdicts and the final accuracy table, as the end of the run shows them.
 void print_summary(const std::vector<study::Section>& sections, const study::TrainResult& train,
                    const study::TrainOptions& options) {
@@ -171,10 +232,11 @@ int run(int argc, char** argv) {
                 "every part, each larger: 10 training seeds instead of 3, more draws, all nine "
                 "arms, and the parts lr, width and depth-train; about 35 minutes on 2 cores");
   int64_t seeds = 0;
-  args.add("--seeds", &seeds, "seeds of every training part (0: each part's own)").min(0);
+  args.add("--seeds", &seeds, "seeds of every training part (0: each part's own)").min(0).max(1000);
   int64_t steps = 0;
   args.add("--steps", &steps, "training steps per run of every training part (0: each's own)")
-      .min(0);
+      .min(0)
+      .max(1000000);
   std::string tasks = "reverse,recall", d_ks = "16,64,256", modes;
   args.add("--tasks", &tasks, "the train part's tasks, comma-separated: reverse, recall");
   args.add("--d-ks", &d_ks, "the train part's head sizes d_k, comma-separated");
@@ -192,6 +254,9 @@ int run(int argc, char** argv) {
   args.add_flag("--reference", &reference,
                 "run every fused op as its composed reference (autograd/reference.h): slower, "
                 "the same results up to rounding");
+  bool overwrite = false;
+  args.add_flag("--overwrite", &overwrite,
+                "replace the study in --out: its files are removed before this one runs");
   std::string parts;
   args.add("--parts", &parts,
            "which parts to run, comma-separated: init, train, depth, lr, width, depth-train "
@@ -222,6 +287,55 @@ int run(int argc, char** argv) {
   const study::WidthOptions width_options = study::width_options(settings);
   const study::DepthTrainOptions depth_train_options = study::depth_train_options(settings);
 
+  // The largest run of each training part that runs, and how many runs and
+  // result rows there are, for the memory check.
+  std::vector<study::RunSpec> largest;
+  int64_t runs = 0, rows = 0;
+  auto plan = [&](const study::RunSpec& spec, int64_t count, int64_t layers_logged) {
+    largest.push_back(spec);
+    runs += count;
+    rows += count * (spec.task.steps / spec.eval_every + 2) * (1 + layers_logged);
+  };
+  const int64_t d_k_max = *std::max_element(train_options.d_ks.begin(), train_options.d_ks.end());
+  if (run.count("train"))
+    for (study::TaskSetup task : train_options.tasks) {
+      if (train_options.steps > 0) task.steps = train_options.steps;
+      const auto n = static_cast<int64_t>(train_options.d_ks.size() * train_options.modes.size());
+      plan({.key = {task.task, "none", d_k_max, 0},
+            .task = task,
+            .batch = train_options.batch,
+            .eval_every = train_options.eval_every,
+            .eval_examples = train_options.eval_examples},
+           n * train_options.seeds, 3 * task.layers);
+    }
+  if (run.count("lr"))
+    plan({.key = {"reverse", "none",
+                  *std::max_element(lr_options.d_ks.begin(), lr_options.d_ks.end()), 0},
+          .task = lr_options.task},
+         static_cast<int64_t>(lr_options.d_ks.size() * lr_options.modes.size() *
+                              lr_options.lrs.size()) *
+             lr_options.seeds,
+         3);
+  if (run.count("width")) {
+    study::TaskSetup task = study::reverse_setup();
+    const int64_t d_model =
+        *std::max_element(width_options.d_models.begin(), width_options.d_models.end());
+    task.d_model = d_model, task.heads = 2, task.d_ff = 2 * d_model,
+    task.steps = width_options.steps;
+    plan({.key = {"reverse", "inv_dk", d_model / 2, 0}, .task = task, .batch = width_options.batch},
+         static_cast<int64_t>(3 * width_options.d_models.size() * width_options.lrs.size()) *
+             width_options.seeds,
+         3);
+  }
+  if (run.count("depth-train")) {
+    study::TaskSetup task = study::reverse_setup();
+    task.layers = depth_train_options.layers, task.steps = depth_train_options.steps;
+    plan({.key = {"reverse", "none", task.d_model, 0}, .task = task},
+         static_cast<int64_t>(4 * depth_train_options.modes.size()) * depth_train_options.seeds,
+         4 * depth_train_options.layers);
+  }
+  check_study_memory(largest, runs, rows, threads);
+
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -239,6 +353,7 @@ int run(int argc, char** argv) {
   // and the study writes nothing: its report is made from every part at once,
   // and a partial one would read as a finished study.
   const cli::RunLock lock(out);
+  claim_study_dir(out, overwrite);
   cli::StopSignals stop_signals;
   std::unique_ptr<cli::Progress> bar;
   settings.progress = [&bar](const std::string& title, const std::string& unit) {

@@ -122,6 +122,7 @@ void measure_layer(InitRow& row, const Settings& settings, const InitOptions& o)
   // A draw averages over n_keys queries already: fewer draws for longer inputs.
   row.layer_draws = std::max<int64_t>(8, o.layer_rows / row.n_keys);
   for (int64_t draw = 0; draw < row.layer_draws; ++draw) {
+    check_stop();
     Generator gen = init_generator(settings.seed, 2, 0, row.d_k, row.n_keys, draw);
     nn::MultiHeadAttention attn(
         o.d_model,

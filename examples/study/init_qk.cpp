@@ -124,6 +124,7 @@ void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const 
   std::vector<double> var, entropy, max_weight, jacobian;
   Generator gen = init_generator(settings.seed, 1, mode_index, row.d_k, row.n_keys);
   for (int64_t draw = 0; draw < row.draws; ++draw) {
+    check_stop();
     Tensor q = normal_matrix(o.queries, row.d_k, gen), k = normal_matrix(row.n_keys, row.d_k, gen);
     if (qk_norm) q = normalize_rows(q), k = normalize_rows(k);
     if (l2_norm) q = unit_rows(q), k = unit_rows(k);

@@ -28,6 +28,7 @@
 #include "examples/stats/stats.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
+#include "nn/models.h"
 #include "tensor/random.h"
 
 namespace gradflow::study {
@@ -263,6 +264,15 @@ struct RunOutput {
 std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
                               int min_history = 5);
 
+// The model a run builds and its sequence lengths (reverse: source and
+// target; recall: the decoder's), for a memory estimate before it runs.
+struct RunShape {
+  bool encoder_decoder = false;
+  nn::ModelConfig config;
+  int64_t src_len = 0, tgt_len = 0;
+};
+RunShape run_shape(const RunSpec& spec);
+
 // Within a (task, d_k, d_model, seed) the initial weights, the batches and
 // the evaluation set do not depend on the mode, learning rate, warm-up,
 // norm placement or parametrisation (but muP's zero output layer): runs are
@@ -339,5 +349,8 @@ struct ReportInfo {
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);
+// Every file name a study can write into its folder (tested against what a
+// run of every part writes), so a new study can clear an old one's files.
+const std::vector<std::string>& study_files();
 
 }  // namespace gradflow::study

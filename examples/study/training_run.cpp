@@ -78,11 +78,7 @@ struct StudyModel {
 
 StudyModel build(const RunSpec& spec, Generator& gen) {
   const TaskSetup& task = spec.task;
-  nn::ModelConfig c;
-  c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
-  c.head_dim = spec.key.d_k;
-  c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
-  c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
+  const nn::ModelConfig c = run_shape(spec).config;
   StudyModel m;
   auto add_decoder = [&m](const nn::Decoder& decoder) {
     for (size_t i = 0; i < decoder.layers.size(); ++i) {
@@ -94,8 +90,6 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
     }
   };
   if (task.task == "reverse") {
-    c.vocab = nn::vocab_size(reverse_task());
-    c.max_len = std::max(nn::src_len(reverse_task()), nn::tgt_len(reverse_task()));
     auto model = std::make_unique<nn::EncoderDecoder>(c, gen);
     m.seq2seq = model.get();
     for (size_t i = 0; i < model->encoder->layers.size(); ++i) {
@@ -107,8 +101,6 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
     m.head = model->lm_head.get();
     m.owner = std::move(model);
   } else {
-    c.vocab = nn::recall_vocab_size(task.recall);
-    c.max_len = nn::recall_seq_len(task.recall);
     auto model = std::make_unique<nn::DecoderLM>(c, gen);
     m.lm = model.get();
     add_decoder(*model->decoder);
@@ -225,6 +217,7 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
   NoGradGuard no_grad;
   double loss = 0, right = 0, total = 0;
   for (const Batch& e : eval) {
+    check_stop();
     Variable logits = model.forward(e);
     loss += nn::cross_entropy(logits, e.target, nn::kPadToken).item();
     auto [r, t] = count_right(logits.data(), e.target);
@@ -342,6 +335,27 @@ void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_l
 
 }  // namespace
 
+RunShape run_shape(const RunSpec& spec) {
+  const TaskSetup& task = spec.task;
+  RunShape shape;
+  nn::ModelConfig& c = shape.config;
+  c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
+  c.head_dim = spec.key.d_k;
+  c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
+  c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
+  if (task.task == "reverse") {
+    shape.encoder_decoder = true;
+    shape.src_len = nn::src_len(reverse_task());
+    shape.tgt_len = nn::tgt_len(reverse_task());
+    c.vocab = nn::vocab_size(reverse_task());
+    c.max_len = std::max(shape.src_len, shape.tgt_len);
+  } else {
+    shape.tgt_len = c.max_len = nn::recall_seq_len(task.recall);
+    c.vocab = nn::recall_vocab_size(task.recall);
+  }
+  return shape;
+}
+
 RunOutput train_one(const RunSpec& spec) {
   const RunKey& key = spec.key;
   const TaskSetup& task = spec.task;
@@ -385,6 +399,7 @@ RunOutput train_one(const RunSpec& spec) {
       out.final.diverged = true;
       break;
     }
+    check_stop();  // a large model's forward and backward take long: stop between them
     opt.zero_grad();
     loss.backward();
     if (eval_step) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,11 @@ TEST(StudyFull, TinyGridsRunAndReport) {
   for (const char* file : {"lr_sweep.csv", "width_sweep.csv", "depth_train.csv", "report.md",
                            "lr_sensitivity.svg", "width_lr.svg", "depth_train_loss.svg"})
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / file)) << file;
+  // A new study can clear every file an old one wrote.
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_NE(std::find(study_files().begin(), study_files().end(), entry.path().filename()),
+              study_files().end())
+        << entry.path();
   std::ifstream header(dir / "lr_sweep.csv");
   std::string line;
   std::getline(header, line);

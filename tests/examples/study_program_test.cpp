@@ -32,6 +32,32 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
   expect_usage_error(kScalingStudy, {"--parts", "init,bogus"});
   expect_usage_error(kScalingStudy, {"--recall-pairs", "40"});
   expect_usage_error(kScalingStudy, {"--seeds", "-1"});
+  expect_usage_error(kScalingStudy, {"--seeds", "9223372036854775807"});
+  expect_usage_error(kScalingStudy, {"--steps", "1000001"});
+}
+
+TEST_F(StudyProgramTest, SizesThatCannotFitAreRefusedBeforeRunning) {
+  // Attention over 2,048 keys at d_k 4096, two runs at once: tens of GiB.
+  Result r = run(kScalingStudy, {"--parts", "train", "--tasks", "recall", "--recall-pairs", "512",
+                                 "--recall-keys", "4096", "--d-ks", "4096", "--out", path("big")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("the study needs about"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("big") + "/report.md"));
+}
+
+TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
+  const std::string out = path("one");
+  ASSERT_EQ(run(kScalingStudy, {"--parts", "depth", "--out", out}).code, 0);
+  Result again = run(kScalingStudy, {"--parts", "init", "--out", out});
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.err.find("already holds a study (report.md)"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("--overwrite"), std::string::npos) << again.err;
+  // --overwrite removes the old study's files first: no depth files beside init's.
+  Result replaced = run(kScalingStudy, {"--parts", "init", "--overwrite", "--out", out});
+  ASSERT_EQ(replaced.code, 0) << replaced.err;
+  EXPECT_TRUE(fs::exists(out + "/init_metrics.csv"));
+  EXPECT_FALSE(fs::exists(out + "/depth_metrics.csv"));
+  EXPECT_FALSE(fs::exists(out + "/depth_gradients.svg"));
 }
 
 TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -185,6 +186,11 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
                            "accuracy_curves.svg", "max_logit.svg", "grad_ratio.svg",
                            "depth_gradients.svg", "final_accuracy.svg"})
     EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
+  // A new study can clear every file an old one wrote.
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_NE(std::find(study_files().begin(), study_files().end(), entry.path().filename()),
+              study_files().end())
+        << entry.path();
   std::stringstream report;
   report << std::ifstream(dir / "report.md").rdbuf();
   for (const char* text : {"### C1", "### C7", "+-", "no det.", "## depth"})
