@@ -26,9 +26,23 @@ using namespace gradflow;
 
 namespace {
 
+// The command line as a shell reads it back: an argument with anything but
+// letters, digits and _./:=,+- in it goes in single quotes ('\'' for a quote).
 std::string command_line(int argc, char** argv) {
   std::string out = "scaling_study";
-  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_./:=,+-") == std::string::npos;
+    if (plain) {
+      out += " " + arg;
+      continue;
+    }
+    out += " '";
+    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += "'";
+  }
   return out;
 }
 

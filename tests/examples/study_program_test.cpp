@@ -45,6 +45,16 @@ TEST_F(StudyProgramTest, SizesThatCannotFitAreRefusedBeforeRunning) {
   EXPECT_FALSE(fs::exists(path("big") + "/report.md"));
 }
 
+TEST_F(StudyProgramTest, TheReportQuotesItsCommandLineAsAShellReadsIt) {
+  const std::string out = path("a study's folder");
+  ASSERT_EQ(run(kScalingStudy, {"--parts", "depth", "--out", out}).code, 0);
+  const std::string report = read(out + "/report.md");
+  EXPECT_NE(
+      report.find("`scaling_study --parts depth --out '" + path("a study") + "'\\''s folder'`"),
+      std::string::npos)
+      << report.substr(0, 300);
+}
+
 TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
   const std::string out = path("one");
   ASSERT_EQ(run(kScalingStudy, {"--parts", "depth", "--out", out}).code, 0);
