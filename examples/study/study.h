@@ -184,6 +184,11 @@ struct LayerRow {
   int64_t layer_d_k = 0;
   double max_logit = 0, entropy_norm = 0;
   double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, grad_ratio_qv = 0;
+  // What the optimiser did with that gradient, the step's update: ||delta W|| / ||W||
+  // for W_Q, W_K, W_V, and the mean |change| of the scaled logits on the step's
+  // own batch (visible entries). Under Adam the update's size does not follow
+  // the gradient's; these show whether a small gradient was a small step.
+  double update_wq = 0, update_wk = 0, update_wv = 0, logit_change = 0;
 };
 
 // Each transformer block's gradient norm (all its parameters together) at an
@@ -263,6 +268,11 @@ struct RunOutput {
 // REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
 std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
                               int min_history = 5);
+
+// A run's FinalRow from its evaluations and training losses (summary.cpp):
+// the last 10% of evaluations averaged, thresholds, loss AUC, spikes, the
+// largest logit, the lowest entropy and the Q/V gradient ratio.
+void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& train_losses);
 
 // The model a run builds and its sequence lengths (reverse: source and
 // target; recall: the decoder's), for a memory estimate before it runs.

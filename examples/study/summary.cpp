@@ -1,4 +1,5 @@
-// Runs summarised over seeds (parts.h, "train"): each figure as a mean with
+// A run summarised from its evaluations (study.h, FinalRow), and runs
+// summarised over seeds (parts.h, "train"): each figure as a mean with
 // its 95% interval, and each mode against 1/sqrt(d_k) as a paired
 // difference (same seed, same initial weights, same batches) with the
 // verdict of stats.h's compare at a margin stated in advance. The train
@@ -33,7 +34,60 @@ Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const F
   return paired_difference(x, y);
 }
 
+constexpr double kSpikeFloor = 0.1;  // nats
+
 }  // namespace
+
+// The run's summary from its evaluations (see FinalRow).
+void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {
+  FinalRow& f = out.final;
+  const std::vector<CurveRow>& c = out.curves;
+  const size_t last = std::max<size_t>(1, (c.size() + 5) / 10);  // the last 10%, at least one
+  double acc = 0, loss = 0;
+  for (size_t i = c.size() - std::min(last, c.size()); i < c.size(); ++i)
+    acc += c[i].eval_accuracy, loss += c[i].eval_loss;
+  f.final_accuracy = acc / static_cast<double>(std::min(last, c.size()));
+  f.final_loss = f.diverged ? NAN : loss / static_cast<double>(std::min(last, c.size()));
+  f.steps_to_90 = f.steps_to_99 = static_cast<double>(steps);
+  for (const CurveRow& r : c) {
+    if (!f.reached_90 && r.eval_accuracy >= 0.90)
+      f.reached_90 = true, f.steps_to_90 = static_cast<double>(r.step);
+    if (!f.reached_99 && r.eval_accuracy >= 0.99)
+      f.reached_99 = true, f.steps_to_99 = static_cast<double>(r.step);
+  }
+  double area = 0;  // trapezoids over the evaluation steps
+  for (size_t i = 1; i < c.size(); ++i)
+    area += 0.5 * (c[i].eval_loss + c[i - 1].eval_loss) *
+            static_cast<double>(c[i].step - c[i - 1].step);
+  f.loss_auc =
+      f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
+  // The smallest ratio among the layers at each of the last evaluations.
+  std::map<int64_t, double> smallest;
+  f.min_entropy = 1;
+  for (const LayerRow& r : out.layers) {
+    auto [it, fresh] = smallest.try_emplace(r.step, r.grad_ratio_qv);
+    if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
+    f.max_logit = std::max(f.max_logit, r.max_logit);
+    f.min_entropy = std::min(f.min_entropy, r.entropy_norm);
+    if (f.collapse_step < 0 && r.entropy_norm < kCollapsedEntropy) f.collapse_step = r.step;
+  }
+  double ratio = 0;
+  size_t counted = 0;
+  for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
+    ratio += it->second;
+  f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
+  const std::vector<bool> spikes = loss_spikes(train_losses);
+  size_t row = 0;
+  for (size_t step = 0; step < spikes.size(); ++step) {
+    while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
+    // Near zero loss, doubling is noise (0.002 -> 0.005): a spike must also
+    // pass kSpikeFloor.
+    if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
+    ++f.spikes;
+    if (f.first_spike_step < 0) f.first_spike_step = static_cast<int64_t>(step);
+    if (row < c.size()) out.curves[row].spike = true;
+  }
+}
 
 const std::vector<MetricSpec>& compared_metrics() {
   static const std::vector<MetricSpec> metrics = {

@@ -204,6 +204,56 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
   }
 }
 
+// Before an evaluation step's update: each attention layer's W_Q, W_K, W_V
+// and the scaled logits its probe recorded on the step's batch.
+struct LayerSnapshot {
+  Tensor wq, wk, wv, logits;
+};
+
+std::vector<LayerSnapshot> snapshot(const StudyModel& model) {
+  std::vector<LayerSnapshot> out;
+  for (const auto& [name, a] : model.attention)
+    out.push_back({a->q_proj->weight.data().clone(), a->k_proj->weight.data().clone(),
+                   a->v_proj->weight.data().clone(), a->probe.logits.data()});
+  return out;
+}
+
+// ||now - before||_F / ||before||_F.
+double relative_change(const Tensor& now, const Tensor& before) {
+  const Tensor d = sub(now, before);
+  return std::sqrt(sum(mul(d, d)).item() / sum(mul(before, before)).item());
+}
+
+// Mean |a - b| over the entries where `mask` (broadcast; may be undefined) is 0.
+double visible_mean_abs_change(const Tensor& a, const Tensor& b, const Tensor& mask) {
+  std::vector<double> x = a.to_vector(), y = b.to_vector();
+  std::vector<double> m =
+      mask.defined() ? mask.expand(a.shape()).to_vector() : std::vector<double>(x.size(), 0.0);
+  double total = 0, n = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (m[i] == 0) total += std::abs(x[i] - y[i]), ++n;
+  return n > 0 ? total / n : 0;
+}
+
+// After the update: fills the update columns of the layers' rows, the last
+// model.attention.size() rows of `rows`, from a second forward of the batch.
+void record_updates(const StudyModel& model, const Batch& b,
+                    const std::vector<LayerSnapshot>& before, std::vector<LayerRow>& rows) {
+  NoGradGuard no_grad;
+  for (auto& [name, a] : model.attention) a->record_probe = true;
+  model.forward(b);
+  LayerRow* row = rows.data() + rows.size() - model.attention.size();
+  for (size_t i = 0; i < model.attention.size(); ++i, ++row) {
+    const nn::MultiHeadAttention& a = *model.attention[i].second;
+    row->update_wq = relative_change(a.q_proj->weight.data(), before[i].wq);
+    row->update_wk = relative_change(a.k_proj->weight.data(), before[i].wk);
+    row->update_wv = relative_change(a.v_proj->weight.data(), before[i].wv);
+    row->logit_change =
+        visible_mean_abs_change(a.probe.logits.data(), before[i].logits, a.probe.mask);
+  }
+  for (auto& [name, a] : model.attention) a->record_probe = false;
+}
+
 void record_blocks(const StudyModel& model, int64_t step, double loss, std::vector<BlockRow>& out) {
   for (const auto& [name, block] : model.blocks) {
     double squares = 0;
@@ -278,63 +328,6 @@ std::vector<bool> loss_spikes(std::span<const double> loss, int window, double f
   return flags;
 }
 
-namespace {
-
-constexpr double kSpikeFloor = 0.1;  // nats
-
-// The run's summary from its evaluations (see FinalRow).
-void summarise(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {
-  FinalRow& f = out.final;
-  const std::vector<CurveRow>& c = out.curves;
-  const size_t last = std::max<size_t>(1, (c.size() + 5) / 10);  // the last 10%, at least one
-  double acc = 0, loss = 0;
-  for (size_t i = c.size() - std::min(last, c.size()); i < c.size(); ++i)
-    acc += c[i].eval_accuracy, loss += c[i].eval_loss;
-  f.final_accuracy = acc / static_cast<double>(std::min(last, c.size()));
-  f.final_loss = f.diverged ? NAN : loss / static_cast<double>(std::min(last, c.size()));
-  f.steps_to_90 = f.steps_to_99 = static_cast<double>(steps);
-  for (const CurveRow& r : c) {
-    if (!f.reached_90 && r.eval_accuracy >= 0.90)
-      f.reached_90 = true, f.steps_to_90 = static_cast<double>(r.step);
-    if (!f.reached_99 && r.eval_accuracy >= 0.99)
-      f.reached_99 = true, f.steps_to_99 = static_cast<double>(r.step);
-  }
-  double area = 0;  // trapezoids over the evaluation steps
-  for (size_t i = 1; i < c.size(); ++i)
-    area += 0.5 * (c[i].eval_loss + c[i - 1].eval_loss) *
-            static_cast<double>(c[i].step - c[i - 1].step);
-  f.loss_auc =
-      f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
-  // The smallest ratio among the layers at each of the last evaluations.
-  std::map<int64_t, double> smallest;
-  f.min_entropy = 1;
-  for (const LayerRow& r : out.layers) {
-    auto [it, fresh] = smallest.try_emplace(r.step, r.grad_ratio_qv);
-    if (!fresh) it->second = std::min(it->second, r.grad_ratio_qv);
-    f.max_logit = std::max(f.max_logit, r.max_logit);
-    f.min_entropy = std::min(f.min_entropy, r.entropy_norm);
-    if (f.collapse_step < 0 && r.entropy_norm < kCollapsedEntropy) f.collapse_step = r.step;
-  }
-  double ratio = 0;
-  size_t counted = 0;
-  for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
-    ratio += it->second;
-  f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
-  const std::vector<bool> spikes = loss_spikes(train_losses);
-  size_t row = 0;
-  for (size_t step = 0; step < spikes.size(); ++step) {
-    while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
-    // Near zero loss, doubling is noise (0.002 -> 0.005): a spike must also
-    // pass kSpikeFloor.
-    if (!spikes[step] || train_losses[step] < kSpikeFloor) continue;
-    ++f.spikes;
-    if (f.first_spike_step < 0) f.first_spike_step = static_cast<int64_t>(step);
-    if (row < c.size()) out.curves[row].spike = true;
-  }
-}
-
-}  // namespace
-
 RunShape run_shape(const RunSpec& spec) {
   const TaskSetup& task = spec.task;
   RunShape shape;
@@ -402,8 +395,10 @@ RunOutput train_one(const RunSpec& spec) {
     check_stop();  // a large model's forward and backward take long: stop between them
     opt.zero_grad();
     loss.backward();
+    std::vector<LayerSnapshot> before;
     if (eval_step) {
       record_layers(model, key, step, out.layers);
+      before = snapshot(model);
       if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
       auto [eval_loss, eval_acc] = evaluate(model, eval);
       out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
@@ -413,8 +408,9 @@ RunOutput train_one(const RunSpec& spec) {
       params.insert(params.end(), opt.hidden->params().begin(), opt.hidden->params().end());
     nn::clip_grad_norm(params, 1.0);
     opt.step();
+    if (eval_step) record_updates(model, b, before, out.layers);
   }
-  if (!out.curves.empty()) summarise(out, steps, train_losses);
+  if (!out.curves.empty()) summarise_run(out, steps, train_losses);
   out.final.qk_std = out.final.diverged ? NAN : qk_std(model, eval.front());
   if (model.seq2seq && !out.final.diverged)
     out.final.seq_accuracy = greedy_sequence_accuracy(*model.seq2seq, eval);

@@ -130,6 +130,36 @@ TEST(StudyPartB, RunsArePairedAndDoNotDependOnTheThreadCount) {
   }
 }
 
+TEST(StudyTraining, UpdatesAreMeasuredBesideGradients) {
+  set_num_threads(1);
+  RunSpec spec;
+  spec.key = {"reverse", "none", 8, 0};
+  spec.task = reverse_setup();
+  spec.task.steps = 6;
+  spec.batch = 8, spec.eval_every = 3, spec.eval_examples = 8;
+  RunOutput moved = train_one(spec);
+  ASSERT_FALSE(moved.layers.empty());
+  for (const LayerRow& r : moved.layers) {
+    EXPECT_GT(r.update_wq, 0) << r.layer << " step " << r.step;
+    EXPECT_GT(r.update_wv, 0) << r.layer;
+    EXPECT_LT(r.update_wq, 1)
+        << r.layer;  // a step of lr 3e-3 moves a weight by far less than itself
+    EXPECT_GT(r.logit_change, 0) << r.layer;
+  }
+  // With a learning rate of 0 the update is 0 whatever the gradient, and the
+  // second forward of the batch gives the same logits.
+  spec.task.lr = 0;
+  RunOutput still = train_one(spec);
+  ASSERT_EQ(still.layers.size(), moved.layers.size());
+  for (const LayerRow& r : still.layers) {
+    EXPECT_GT(r.grad_norm_wq, 0) << r.layer;
+    EXPECT_EQ(r.update_wq, 0) << r.layer;
+    EXPECT_EQ(r.update_wk, 0) << r.layer;
+    EXPECT_EQ(r.update_wv, 0) << r.layer;
+    EXPECT_EQ(r.logit_change, 0) << r.layer;
+  }
+}
+
 TEST(StudyDepth, RowsPerLayerAndPlacement) {
   set_num_threads(1);
   DepthOptions o;
