@@ -140,6 +140,17 @@ Interval interval_of_finite(const std::vector<double>& values);
 std::string interval_text(const Interval& i, int digits, double scale = 1);
 // A lower-is-better comparison in a table: "**lower**", "**higher**", "no det.".
 const char* lower_higher(Comparison c);
+// A learning curve of (task, d_k, mode) over seeds, or of one layer of it:
+// at each step the mean and 95% t-interval of the seeds with a finite value
+// there, drawn as a band (an accuracy's cut at 0 and 1, which none passes).
+void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                int64_t d_k, const std::string& mode, double CurveRow::*field, bool accuracy);
+void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                int64_t d_k, const std::string& mode, const std::string& layer,
+                double LayerRow::*field);
+// mode a - mode b on (task, d_k), paired by seed over the seeds both have finite.
+Interval paired_between(const std::vector<FinalRow>& finals, const std::string& task, int64_t d_k,
+                        const std::string& a, const std::string& b, double FinalRow::*field);
 // A series of the mean over seeds with its 95% t-interval as error bars, one
 // point per x.
 plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
@@ -161,6 +172,11 @@ std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& lr_runs);
 Section train_section(const TrainOptions& options, const TrainResult& result,
                       const std::vector<FinalRow>& lr_runs);
+// train_update.cpp: the update beside the gradient for the layer where each
+// task looks its answer up, and none - 1/sqrt(d_k) split into none - control
+// and control - 1/sqrt(d_k); its table ("" without those arms) and figure.
+std::string update_table(const TrainResult& result);
+PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
 
 // ---- depth: gradient flow across depth at initialisation (depth.cpp) ----------------------
 struct DepthOptions {

@@ -46,14 +46,32 @@ std::string key_layer(const std::string& task) {
 }
 
 const std::vector<std::string>& study_files() {
-  static const std::vector<std::string> files = {
-      "report.md",           "init_metrics.csv",     "train_metrics.csv", "train_layers.csv",
-      "final_metrics.csv",   "depth_metrics.csv",    "lr_sweep.csv",      "width_sweep.csv",
-      "depth_train.csv",     "logit_std.svg",        "softmax_shape.svg", "layer_gradients.svg",
-      "accuracy_curves.svg", "loss_curves.svg",      "max_logit.svg",     "grad_ratio.svg",
-      "final_accuracy.svg",  "depth_gradients.svg",  "depth_cosine.svg",  "lr_sensitivity.svg",
-      "lr_max_logit.svg",    "entropy_collapse.svg", "width_lr.svg",      "width_best_lr.svg",
-      "depth_train_loss.svg"};
+  static const std::vector<std::string> files = {"report.md",
+                                                 "init_metrics.csv",
+                                                 "train_metrics.csv",
+                                                 "train_layers.csv",
+                                                 "final_metrics.csv",
+                                                 "depth_metrics.csv",
+                                                 "lr_sweep.csv",
+                                                 "width_sweep.csv",
+                                                 "depth_train.csv",
+                                                 "logit_std.svg",
+                                                 "softmax_shape.svg",
+                                                 "layer_gradients.svg",
+                                                 "accuracy_curves.svg",
+                                                 "loss_curves.svg",
+                                                 "max_logit.svg",
+                                                 "grad_ratio.svg",
+                                                 "final_accuracy.svg",
+                                                 "depth_gradients.svg",
+                                                 "depth_cosine.svg",
+                                                 "lr_sensitivity.svg",
+                                                 "lr_max_logit.svg",
+                                                 "entropy_collapse.svg",
+                                                 "width_lr.svg",
+                                                 "width_best_lr.svg",
+                                                 "depth_train_loss.svg",
+                                                 "gradient_and_update.svg"};
   return files;
 }
 

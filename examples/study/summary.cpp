@@ -36,7 +36,50 @@ Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const F
 
 constexpr double kSpikeFloor = 0.1;  // nats
 
+// A curve over seeds: at each step the mean and 95% t-interval of the seeds
+// whose run of (task, d_k, mode), and layer if named, has a finite value
+// there; an accuracy's band is cut at 0 and 1, which no accuracy passes.
+template <class Row>
+void band_of(plot::Series& s, const std::vector<Row>& rows, const std::string& task, int64_t d_k,
+             const std::string& mode, const std::string& layer, double Row::*field, bool accuracy) {
+  std::map<int64_t, std::vector<double>> at;
+  for (const Row& r : rows) {
+    if (r.run.task != task || r.run.d_k != d_k || r.run.mode != mode) continue;
+    if constexpr (requires { r.layer; })
+      if (r.layer != layer) continue;
+    at[r.step].push_back(r.*field);
+  }
+  for (const auto& [step, values] : at) {
+    Interval i = interval_of_finite(values);
+    if (i.n == 0) continue;
+    if (accuracy) i.lo = std::clamp(i.lo, 0.0, 1.0), i.hi = std::clamp(i.hi, 0.0, 1.0);
+    add_point(s, static_cast<double>(step), i);
+  }
+}
+
 }  // namespace
+
+void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                int64_t d_k, const std::string& mode, double CurveRow::*field, bool accuracy) {
+  band_of(s, curves, task, d_k, mode, "", field, accuracy);
+}
+
+void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                int64_t d_k, const std::string& mode, const std::string& layer,
+                double LayerRow::*field) {
+  band_of(s, layers, task, d_k, mode, layer, field, false);
+}
+
+Interval paired_between(const std::vector<FinalRow>& finals, const std::string& task, int64_t d_k,
+                        const std::string& a, const std::string& b, double FinalRow::*field) {
+  std::vector<const FinalRow*> in_a, in_b;
+  for (const FinalRow& f : finals) {
+    if (f.run.task != task || f.run.d_k != d_k) continue;
+    if (f.run.mode == a) in_a.push_back(&f);
+    if (f.run.mode == b) in_b.push_back(&f);
+  }
+  return paired(in_a, in_b, field);
+}
 
 // The run's summary from its evaluations (see FinalRow).
 void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& train_losses) {

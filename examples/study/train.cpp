@@ -301,27 +301,6 @@ std::vector<std::string> modes_of(const TrainResult& b) {
   return out;
 }
 
-// A curve over seeds: at each step the mean and 95% t-interval of the seeds
-// whose run of (task, d_k, mode), and layer if named, has a finite value
-// there; an accuracy's band is cut at 0 and 1, which no accuracy passes.
-template <class Row>
-void band(plot::Series& s, const std::vector<Row>& rows, const std::string& task, int64_t d_k,
-          const std::string& mode, const std::string& layer, double Row::*field, bool accuracy) {
-  std::map<int64_t, std::vector<double>> at;
-  for (const Row& r : rows) {
-    if (r.run.task != task || r.run.d_k != d_k || r.run.mode != mode) continue;
-    if constexpr (requires { r.layer; })
-      if (r.layer != layer) continue;
-    at[r.step].push_back(r.*field);
-  }
-  for (const auto& [step, values] : at) {
-    Interval i = interval_of_finite(values);
-    if (i.n == 0) continue;
-    if (accuracy) i.lo = std::clamp(i.lo, 0.0, 1.0), i.hi = std::clamp(i.hi, 0.0, 1.0);
-    add_point(s, static_cast<double>(step), i);
-  }
-}
-
 std::vector<PlotFile> train_figures(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<PlotFile> out;
@@ -336,7 +315,7 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
       for (const std::string& mode : study_modes()) {
         plot::Series s = mode_series(mode);
         if (std::find(modes.begin(), modes.end(), mode) != modes.end())
-          band(s, b.curves, task, d_k, mode, "", field, accuracy);
+          curve_band(s, b.curves, task, d_k, mode, field, accuracy);
         f.series.push_back(s);
       }
       panels.push_back(f);
@@ -364,7 +343,7 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
       for (const std::string& mode : study_modes()) {
         plot::Series s = mode_series(mode);
         if (std::find(modes.begin(), modes.end(), mode) != modes.end())
-          band(s, b.layers, task, d_k, mode, key_layer(task), field, false);
+          layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
         f.series.push_back(s);
       }
       panels.push_back(f);
@@ -424,9 +403,10 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   if (result.finals.empty()) return s;
   const std::vector<SettingSummary> summary = summarise_training(result.finals);
   s.claims = train_claims(summary, result.finals, lr_runs);
-  s.markdown = train_table(options, summary);
+  s.markdown = train_table(options, summary) + update_table(result);
   s.csvs = train_csvs(result);
   s.plots = train_figures(result, summary);
+  s.plots.push_back(update_figure(result, options.modes));
   std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
   for (const FinalRow& f : result.finals) {
     auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];
