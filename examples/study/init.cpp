@@ -184,7 +184,8 @@ std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
       "init", order.size(), settings.threads,
       [&](size_t i) {
         InitRow& row = rows[order[i]];
-        if (row.mode == kControl) {  // q and k are not unit-variance: no random-vector part
+        if (row.mode == kControl ||
+            row.mode == kReparam) {  // q, k not unit-variance: no random part
           const double nan = std::numeric_limits<double>::quiet_NaN();
           row.logit_var_theory = nan;
           row.logit_var = row.entropy_norm = row.max_weight = row.jacobian_norm = {nan, nan};

@@ -97,23 +97,23 @@ double slow_sample(int64_t j, int layer, Bits& gen) {
 }  // namespace
 
 const std::vector<std::string>& study_modes() {
-  static const std::vector<std::string> modes = {"none",         "inv_sqrt_dk", "inv_dk",
-                                                 "inv_2sqrt_dk", "learned",     "qk_norm",
-                                                 kControl,       "qk_l2norm",   "learned_log"};
+  static const std::vector<std::string> modes = {
+      "none",    "inv_sqrt_dk", "inv_dk", "inv_2sqrt_dk", "learned",
+      "qk_norm", kControl,      kReparam, "qk_l2norm",    "learned_log"};
   return modes;
 }
 
 const std::vector<std::string>& default_modes() {
-  static const std::vector<std::string> modes(study_modes().begin(), study_modes().end() - 2);
+  static const std::vector<std::string> modes(study_modes().begin(), study_modes().end() - 3);
   return modes;
 }
 
 nn::ScaleMode scale_mode_of(const std::string& mode) {
-  return nn::ScaleMode::parse(mode == kControl ? "none" : mode);
+  return nn::ScaleMode::parse(mode == kControl || mode == kReparam ? "none" : mode);
 }
 
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode) {
-  if (mode != kControl) return;
+  if (mode != kControl && mode != kReparam) return;
   // q and k each shrink by d_k^(-1/4), so q.k's variance shrinks by
   // 1/sqrt(d_k): the unscaled logits start as 1/sqrt(d_k)'s do.
   const double factor = std::pow(static_cast<double>(attention.d_k()), -0.25);

@@ -42,17 +42,22 @@ using namespace gradflow::stats;
 // attention whose W_Q and W_K (and their biases) start d_k^(-1/4) times
 // smaller, so its logits start with the variance of 1/sqrt(d_k)'s. It
 // separates saturation at initialisation from what training does to an
-// unscaled layer. Last the two modes only --full trains: qk_l2norm and
-// learned_log. The parts at initialisation (cheap) measure every arm.
+// unscaled layer. Then kReparam: the control whose W_Q and W_K (and biases)
+// also learn at lr x d_k^(-1/4), which under Adam is 1/sqrt(d_k) in other
+// coordinates (docs/study.md, "Scale versus learning rate"): its curves
+// should lie on 1/sqrt(d_k)'s but for clipping and Adam's eps. Last the
+// two modes only --full trains: qk_l2norm and learned_log. The parts at
+// initialisation (cheap) measure every arm.
 const std::vector<std::string>& study_modes();
-// The arms the default run trains: study_modes() but the last two.
+// The arms the default run trains: study_modes() but the last three.
 const std::vector<std::string>& default_modes();
 inline constexpr const char* kDefaultMode = "inv_sqrt_dk";
 inline constexpr const char* kControl = "none_small_init";
+inline constexpr const char* kReparam = "none_reparam";
 
-nn::ScaleMode scale_mode_of(const std::string& mode);  // the control: None
+nn::ScaleMode scale_mode_of(const std::string& mode);  // the control and kReparam: None
 // A mode's initialisation, applied to a freshly built layer (only the
-// control changes anything).
+// control and kReparam change anything).
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);
 
 // ---- The run's settings -------------------------------------------------------

@@ -112,9 +112,10 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
   return m;
 }
 
-// The optimisers: one AdamW for the standard parametrisation; for muP a
-// second one, at lr * base / width, for the hidden matrices and the output
-// layer. first.lr() is the run's learning rate either way.
+// The optimisers: one AdamW for the standard parametrisation; a second one
+// at lr x hidden_factor for muP's hidden matrices and output layer (base /
+// width), or for kReparam's W_Q and W_K (d_k^(-1/4)). first.lr() is the
+// run's learning rate either way.
 struct Optimisers {
   std::unique_ptr<nn::AdamW> first, hidden;
   double hidden_factor = 1;
@@ -138,6 +139,23 @@ Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
   auto adam = [&spec](std::vector<Variable> params) {
     return std::make_unique<nn::AdamW>(std::move(params), spec.task.lr, 0.9, 0.98, 1e-9, 0.0);
   };
+  if (spec.key.mode == kReparam) {
+    // Under Adam a step moves a weight by about the learning rate whatever
+    // its gradient, so W_Q' = d_k^(-1/4) W_Q must also move d_k^(-1/4) as far
+    // for W_Q' W_K'^T to follow 1/sqrt(d_k)'s W_Q W_K^T / sqrt(d_k).
+    std::vector<const VariableImpl*> qk;
+    std::vector<Variable> scaled, plain;
+    for (const auto& [name, a] : model.attention)
+      for (const nn::Linear* projection : {a->q_proj.get(), a->k_proj.get()})
+        for (const Variable* p : {&projection->weight, &projection->bias})
+          if (p->defined()) qk.push_back(p->impl().get()), scaled.push_back(*p);
+    for (const Variable& p : model.owner->parameters())
+      if (std::find(qk.begin(), qk.end(), p.impl().get()) == qk.end()) plain.push_back(p);
+    o.first = adam(plain);
+    o.hidden = adam(scaled);
+    o.hidden_factor = std::pow(static_cast<double>(spec.key.d_k), -0.25);
+    return o;
+  }
   if (spec.parametrization == Parametrization::Standard) {
     o.first = adam(model.owner->parameters());
     return o;

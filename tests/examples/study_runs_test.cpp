@@ -46,7 +46,7 @@ TEST(StudyPartA, EstimatesAgreeWithTheoryAndAnIndependentEstimate) {
   std::vector<InitRow> rows = run_init(with_threads(2), small_init());
   ASSERT_EQ(rows.size(), study_modes().size() * 4);
   for (const InitRow& r : rows) {
-    if (r.mode == kControl) {
+    if (r.mode == kControl || r.mode == kReparam) {
       EXPECT_EQ(r.draws, 0);
       EXPECT_TRUE(std::isnan(r.entropy_norm.mean));
       continue;
@@ -158,6 +158,45 @@ TEST(StudyTraining, UpdatesAreMeasuredBesideGradients) {
     EXPECT_EQ(r.update_wv, 0) << r.layer;
     EXPECT_EQ(r.logit_change, 0) << r.layer;
   }
+}
+
+TEST(StudyTraining, TheReparametrisedArmFollowsOneOverSqrtDk) {
+  // Unscaled, W_Q and W_K started d_k^(-1/4) smaller and learning d_k^(-1/4)
+  // slower: under Adam, 1/sqrt(d_k) in other coordinates. The first step is
+  // the same function (Adam's first step is lr times the gradient's sign,
+  // which clipping does not change); later steps part only by clipping and
+  // Adam's eps.
+  set_num_threads(1);
+  RunSpec spec;
+  spec.task = reverse_setup();
+  spec.task.steps = 20;
+  spec.batch = 16, spec.eval_every = 1, spec.eval_examples = 16;
+  spec.key = {"reverse", kDefaultMode, 64, 0};
+  const RunOutput ref = train_one(spec);
+  spec.key.mode = kReparam;
+  const RunOutput reparam = train_one(spec);
+  spec.key.mode = kControl;
+  const RunOutput control = train_one(spec);
+  EXPECT_NEAR(reparam.final.initial_loss, ref.final.initial_loss, 1e-5);
+  ASSERT_EQ(reparam.layers.size(), ref.layers.size());
+  for (size_t i = 0; i < ref.layers.size(); ++i) {
+    if (ref.layers[i].step != 0) continue;
+    // The same relative update of W_Q, and the same move of the logits, to
+    // float32 rounding (the weights, their difference and its norm) and
+    // Adam's eps, which weighs on the smallest gradient entries differently.
+    EXPECT_NEAR(reparam.layers[i].update_wq, ref.layers[i].update_wq,
+                1e-3 * ref.layers[i].update_wq);
+    EXPECT_NEAR(reparam.layers[i].logit_change, ref.layers[i].logit_change,
+                1e-3 * ref.layers[i].logit_change);
+    // The control moves W_Q as far as 1/sqrt(d_k) does in its own
+    // coordinates, which is d_k^(1/4) = 2.83 times too far for the function.
+    EXPECT_NEAR(control.layers[i].update_wq, ref.layers[i].update_wq * std::pow(64.0, 0.25),
+                1e-3 * control.layers[i].update_wq);
+  }
+  for (size_t i = 0; i < ref.curves.size(); ++i)
+    EXPECT_NEAR(reparam.curves[i].eval_loss, ref.curves[i].eval_loss,
+                0.02 * ref.curves[i].eval_loss)
+        << "step " << ref.curves[i].step;
 }
 
 TEST(StudyDepth, RowsPerLayerAndPlacement) {
