@@ -198,6 +198,25 @@ std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
   return rows;
 }
 
+// Why the gradient at the scores of an initialised unscaled layer can be
+// larger than 1/sqrt(d_k)'s, in the words its own numbers allow.
+std::string scores_note(const InitRow& none, const InitRow& ref, int64_t d_k) {
+  const bool layer_saturated = none.layer_entropy_norm.mean < kSaturatedEntropy &&
+                               none.layer_max_weight.mean > kSaturatedMaxWeight;
+  return " (at d_k " + std::to_string(d_k) + " the initialised layer's softmax has entropy_norm " +
+         significant(none.layer_entropy_norm.mean) + " and max_weight " +
+         significant(none.layer_max_weight.mean) + ": " +
+         (layer_saturated ? "saturated by the criterion above, but not one-hot"
+                          : "not saturated by the criterion above, its q and k having variance "
+                            "about 1/3") +
+         "; 1/sqrt(d_k)'s is near uniform (entropy_norm " +
+         significant(ref.layer_entropy_norm.mean) +
+         "), and a near-uniform softmax over n keys passes each score a gradient of order 1/n, "
+         "so the sharper layer's ||dL/dS|| is the larger: " +
+         format_estimate(none.grad_norm_scores) + " against " +
+         format_estimate(ref.grad_norm_scores) + ")";
+}
+
 Verdict saturation_claim(const std::vector<InitRow>& init,
                          const std::vector<SettingSummary>& training) {
   const std::vector<int64_t> d_ks = values_of(init, &InitRow::d_k);
@@ -259,10 +278,7 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
                significant(kSaturatedMaxWeight) + "): " + yes_no(saturated) +
                "; softmax Jacobian below half of 1/sqrt(d_k)'s: " + yes_no(jacobian_small) +
                "; gradient at the scores of an initialised layer smaller than 1/sqrt(d_k)'s: " +
-               yes_no(scores_smaller) +
-               (scores_smaller ? ""
-                               : " (a real layer's q and k have variance 1/3, so at d_k " +
-                                     std::to_string(d_max) + " it is not yet saturated)") +
+               yes_no(scores_smaller) + (scores_smaller ? "" : scores_note(*none, *ref, d_max)) +
                (t.settings > 0
                     ? "; Q/K gradient vanishing relative to V in training (ratio's interval "
                       "below 1/sqrt(d_k)'s) in " +
