@@ -182,7 +182,12 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
         "is the mean held-out loss over training (lower: learned sooner). `vs 1/sqrt(d_k)` is "
         "the paired difference seed by seed; it is called better or worse only when its 95% "
         "interval excludes 0 and it passes the margin stated in advance (1 point, 0.05 nats, "
-        "20 steps); otherwise no detectable difference (no det.).\n\n";
+        "20 steps); otherwise no detectable difference (no det.).\n"
+        "- `max logit` is the largest |scaled logit| of any layer over the run. `qk_norm`'s "
+        "has a ceiling: LayerNorm gives q and k the norm sqrt(d_k) times its gains, so "
+        "|q.k| / sqrt(d_k) <= sqrt(d_k) |g_q| |g_k| (4 at d_k 16 while the gains are 1); its "
+        "largest logits sit near that ceiling, and their growth with d_k is the ceiling's, not "
+        "a sharper attention's.\n\n";
   const std::vector<MetricSpec>& metrics = compared_metrics();
   md << "| task | d_k | mode | accuracy (points) | steps to 90% | reached | loss AUC | "
         "vs 1/sqrt(d_k): accuracy | loss AUC | steps to 90% | max logit |\n"
