@@ -154,7 +154,8 @@ int run(int argc, char** argv) {
        .config = config,
        .batch = w.batch,
        .src_len = w.seq,
-       .tgt_len = w.seq});
+       .tgt_len = w.seq,
+       .reference = reference});
   examples::check_memory(estimate, examples::available_memory_bytes());
 
   Generator gen(static_cast<uint64_t>(seed));
