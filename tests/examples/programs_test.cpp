@@ -249,7 +249,7 @@ TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {
   Result r = wait(pid);
   EXPECT_EQ(r.code, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--resume " + out), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume \"" + out + "\""), std::string::npos) << r.err;
   const size_t rows = lines(read(out + "/log.csv")) - 1;
   Result more = run(kSeq2seq, {"--resume", out, "--steps", std::to_string(rows + 2)});
   EXPECT_EQ(more.code, 0) << more.err;
