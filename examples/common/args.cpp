@@ -1,9 +1,5 @@
 #include "examples/common/args.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -25,8 +21,6 @@ template <class... Parts>
 }
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
-std::string reason_of(int err) { return std::system_category().message(err); }
 
 // from_chars rejects a leading '+', but "+5" is an ordinary way to write a
 // number; "+-5" must still fail, hence the look at the next character.
@@ -83,25 +77,6 @@ std::string program_name(int argc, char** argv) {
 }
 
 }  // namespace
-
-std::string quote(std::string_view text) { return quoted(text); }
-
-void require_regular_file(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    const int err = errno;
-    if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode))
-      usage_error(quoted(path), " is a symbolic link to a file that does not exist");
-    usage_error(quoted(path), err == ENOENT ? " does not exist" : ": " + reason_of(err));
-  }
-  if (S_ISREG(info.st_mode)) return;
-  const char* kind = S_ISDIR(info.st_mode)                            ? "a directory"
-                     : S_ISFIFO(info.st_mode)                         ? "a FIFO (named pipe)"
-                     : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device"
-                     : S_ISSOCK(info.st_mode)                         ? "a socket"
-                                                                      : "not a file";
-  usage_error(quoted(path), " is ", kind, ", not a regular file");
-}
 
 namespace detail {
 
@@ -401,18 +376,6 @@ std::string ArgParser::help() const {
   if (!arguments.empty()) out += "\n";
   section("options", options);
   return out;
-}
-
-void reopen_closed_standard_streams() {
-  // open() returns the lowest free descriptor, so filling 0, 1, 2 in order
-  // gives each closed one /dev/null. Were 2 left closed, the first file the
-  // program opens (log.csv, run.lock) would take it and receive its messages.
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
-    const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
-    if (opened >= 0 && opened != fd) ::close(opened);  // cannot happen: fd was the lowest free
-    if (opened < 0) std::_Exit(kExitUsage);            // nowhere safe to write, nor to say so
-  }
 }
 
 int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body) {
