@@ -237,20 +237,21 @@ std::string sparse_checkpoint(const std::string& file, uint64_t bytes, uint64_t 
 
 // A valid 1.5 GiB file was read whole to print its header (3 GiB peaked at
 // 3.1 GB resident); now only the header is read, and the tensor's size is
-// checked against the file's length: one byte short is refused.
+// checked against the file's length: one byte short is refused. (256 MiB
+// leaves room for AddressSanitizer's shadow memory, about 110 MiB here.)
 TEST_F(InspectHeaderTest, ReadsOnlyTheHeaderAndChecksSizesAgainstTheFilesLength) {
   const uint64_t bytes = uint64_t{3} << 29;
   const std::string whole = sparse_checkpoint(path("big.safetensors"), bytes, bytes);
   Result r = run(testing::program_path("inspect_checkpoint"), {whole});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("402,653,184"), std::string::npos) << r.out;  // elements of w
-  EXPECT_LT(r.max_rss_kb, 100 * 1024) << "peak resident KiB";
+  EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak resident KiB";
 
   const std::string short_file = sparse_checkpoint(path("short.safetensors"), bytes, bytes - 1);
   r = run(testing::program_path("inspect_checkpoint"), {short_file});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
-  EXPECT_LT(r.max_rss_kb, 100 * 1024) << "peak resident KiB";
+  EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak resident KiB";
 }
 
 }  // namespace
