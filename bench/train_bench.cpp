@@ -147,7 +147,8 @@ int run(int argc, char** argv) {
        .config = config,
        .batch = w.batch,
        .src_len = w.seq,
-       .tgt_len = w.seq});
+       .tgt_len = w.seq,
+       .reference = reference});
   examples::check_memory(estimate, examples::available_memory_bytes());
 
   // With --parallel batch, one part of the batch per thread (as many as

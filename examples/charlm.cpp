@@ -4,12 +4,15 @@
 // the KV cache.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/csv_log.h"
 #include "examples/common/number_text.h"
 #include "examples/common/training.h"
 #include "nn/data/char_dataset.h"
@@ -29,6 +32,20 @@ std::string vocab_codes(const std::string& chars) {
   std::string out;
   for (unsigned char c : chars) out += (out.empty() ? "" : ",") + std::to_string(c);
   return out;
+}
+
+// The digest (csv_log.h's FNV-1a) of the file's bytes, read in pieces.
+std::string file_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string chunk(1 << 20, '\0');
+  uint64_t digest = cli::kLogDigestStart;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    digest =
+        cli::log_digest(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())), digest);
+  }
+  if (in.bad()) throw cli::UsageError("--text " + cli::quote(path) + ": cannot read it again");
+  return cli::digest_hex(digest);
 }
 
 // Samples n tokens after `prompt` with generate() and its KV cache. The model
@@ -87,7 +104,14 @@ int run(int argc, char** argv) {
   std::string text_file;
   int64_t corpus_chars = 200000, context = 64;
   run_flags.add("--text", &text_file, "train on this file instead of the built-in corpus")
-      .metavar("FILE");
+      .metavar("FILE")
+      .check([](const std::string& file) {
+        if (!file.empty()) cli::require_regular_file(file);
+      })
+      // Kept absolute, so a resume from another directory reads the same file.
+      .normalize([](const std::string& file) {
+        return file.empty() ? file : std::filesystem::absolute(file).lexically_normal().string();
+      });
   run_flags.add("--corpus-chars", &corpus_chars, "size of the built-in corpus")
       .min(1000)
       .max(int64_t{1} << 28);
@@ -107,7 +131,8 @@ int run(int argc, char** argv) {
         if (p.empty()) throw cli::UsageError("must not be empty");
       });
   args.add_flag("--sample-each-eval", &sample_each_eval, "also print a sample at each evaluation");
-  args.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
+  // A run flag: what val_loss is measured on.
+  run_flags.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
       .min(1)
       .max(10000);
   args.parse(argc, argv);
@@ -133,12 +158,22 @@ int run(int argc, char** argv) {
   }
   if (!resumed.empty() && nn::metadata_value(resumed, "vocab_bytes") != vocab_codes(data.chars()))
     throw cli::UsageError("--resume: the text's characters differ from the checkpoint's");
+  // A text edited in place may keep its characters and still be other data.
+  const std::string digest = text_file.empty() ? "" : file_digest(text_file);
+  for (const auto& [key, value] : resumed)
+    if (key == "text_digest" && value != digest)
+      throw cli::UsageError("--resume: --text " + cli::quote(text_file) +
+                            " is not the text the checkpoint trained on (its digest differs: "
+                            "edited or replaced since); restore it, or start a new run");
 
   const nn::ModelConfig config = resumed.empty() ? model_config(flags, data.vocab_size(), context)
                                                  : config_from_metadata(resumed);
-  const cli::RunLock lock = prepare_run(
-      flags,
-      {.kind = ModelKind::kDecoder, .config = config, .batch = flags.batch, .tgt_len = context});
+  const cli::RunLock lock =
+      prepare_run(flags, {.kind = ModelKind::kDecoder,
+                          .config = config,
+                          .batch = flags.batch,
+                          .tgt_len = context,
+                          .eval_batch = flags.batch});  // split_loss's batches
   Generator init(static_cast<uint64_t>(flags.seed)), batches(static_cast<uint64_t>(flags.seed) + 1),
       sampler(static_cast<uint64_t>(flags.seed) + 2);
   nn::DecoderLM model(config, init);
@@ -172,6 +207,7 @@ int run(int argc, char** argv) {
   loop.metrics = {"train_loss", "val_loss"};
   loop.metadata = run_metadata("charlm", config, run_flags);
   loop.metadata.emplace_back("vocab_bytes", vocab_codes(data.chars()));
+  if (!digest.empty()) loop.metadata.emplace_back("text_digest", digest);
   Hooks hooks;
   hooks.batch = [&]() -> PartLoss {
     auto [x, y] = data.batch(nn::Split::Train, flags.batch, context, batches);
@@ -206,7 +242,7 @@ int run(int argc, char** argv) {
     std::printf("sample (temperature %s, top-k %lld):\n%s\n", cli::number_text(temperature).c_str(),
                 static_cast<long long>(top_k),
                 sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
-  std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());
+  std::cout << wrote_line(flags.out, result.written) << "\n";
   return 0;
 }
 

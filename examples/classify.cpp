@@ -105,7 +105,8 @@ int run(int argc, char** argv) {
   run_flags.add("--max-len", &task.max_len, "longest sequence").min(2).max(4096);
   add_common_flags(args, run_flags, flags);
   int64_t eval_examples = 1024, show = 6;
-  args.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
+  // A run flag: what val_loss and the accuracy are measured on.
+  run_flags.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
   args.add("--show", &show, "classified examples printed at the end").min(0);
   args.parse(argc, argv);
   nn::Metadata resumed = setup_run("classify", args, argc, argv, run_flags, flags);
@@ -116,11 +117,13 @@ int run(int argc, char** argv) {
   const nn::ModelConfig config = resumed.empty()
                                      ? model_config(flags, task.symbols + 1, task.max_len)
                                      : config_from_metadata(resumed);
-  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kEncoder,
-                                                .config = config,
-                                                .batch = flags.batch,
-                                                .src_len = task.max_len,
-                                                .classes = 2});
+  const cli::RunLock lock =
+      prepare_run(flags, {.kind = ModelKind::kEncoder,
+                          .config = config,
+                          .batch = flags.batch,
+                          .src_len = task.max_len,
+                          .classes = 2,
+                          .eval_batch = std::min<int64_t>(eval_examples, 256)});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::EncoderClassifier model(/*classes=*/2, config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
@@ -178,7 +181,7 @@ int run(int argc, char** argv) {
     std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
                 p.at({i, 1}), yes == want ? "" : "   WRONG");
   }
-  std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());
+  std::cout << wrote_line(flags.out, result.written) << "\n";
   return 0;
 }
 

@@ -12,16 +12,17 @@
 // Every dtype of the format is listed (BF16, F16, I8, BOOL, F8_E4M3, ...:
 // nn/io/safetensors_dtypes.h), not only those gradflow computes in. Every
 // rule of the format is checked by nn::load_safetensors_header before anything
-// is printed, so a broken file (missing, a directory, empty, truncated, a bad
-// header, overlapping data, ...) gives one line "inspect_checkpoint: error:
-// REASON" on stderr and exit code 2, and a half-printed table never appears.
+// is printed (which reads only the header, checking the tensors' sizes against
+// the file's length, so a 3 GiB file costs its header's bytes), so a broken file (missing, a
+// directory, empty, truncated, a bad header, overlapping data, ...) gives one line
+// "inspect_checkpoint: error: REASON" on stderr and exit code 2, and a half-printed table never
+// appears.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,10 +33,6 @@
 namespace {
 
 using namespace gradflow;
-
-// A pipe or device (/dev/zero) has no size to check up front, so it is read
-// only up to this; regular files get the library's limit.
-constexpr uint64_t kMaxStreamBytes = uint64_t{256} << 20;
 
 // 1234567 -> "1,234,567".
 std::string with_commas(uint64_t n) {
@@ -93,8 +90,8 @@ struct Row {
   std::string name, dtype, shape, elements;
 };
 
-// file_bytes: the size on disk, when the file is a regular one.
-void print_report(const nn::SafetensorsHeader& file, std::optional<uint64_t> file_bytes) {
+// file_bytes: the size on disk.
+void print_report(const nn::SafetensorsHeader& file, uint64_t file_bytes) {
   std::vector<Row> rows;
   uint64_t parameters = 0, bytes = 0;
   Row header{"name", "dtype", "shape", "elements"};
@@ -120,7 +117,7 @@ void print_report(const nn::SafetensorsHeader& file, std::optional<uint64_t> fil
   for (const Row& r : rows) print_row(r);
   std::cout << "\ntensors: " << with_commas(rows.size())
             << "   parameters: " << with_commas(parameters) << "   bytes: " << with_commas(bytes);
-  if (file_bytes) std::cout << " (file: " << with_commas(*file_bytes) << ")";
+  std::cout << " (file: " << with_commas(file_bytes) << ")";
   std::cout << '\n';
 
   std::cout << "\nmetadata:";
@@ -136,14 +133,16 @@ int run(int argc, char** argv) {
                       "safetensors checkpoint, in any of the format's dtypes. A file that breaks "
                       "the format is reported in one line with exit code 2.");
   std::string path;
-  args.add_positional("FILE", &path, "the .safetensors file to inspect").required();
+  args.add_positional("FILE", &path, "the .safetensors file to inspect")
+      .required()
+      .check(cli::require_regular_file);
   args.parse(argc, argv);
 
+  // A regular file (require_regular_file): only its header is read, and the
+  // tensors' sizes are checked against its length.
   struct stat info {};
-  const bool regular = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-  const nn::SafetensorsHeader file =
-      nn::load_safetensors_header(path, regular ? nn::kMaxSafetensorsFileBytes : kMaxStreamBytes);
-  print_report(file, regular ? std::optional<uint64_t>(info.st_size) : std::nullopt);
+  if (::stat(path.c_str(), &info) != 0) throw cli::UsageError(cli::quote(path) + " vanished");
+  print_report(nn::load_safetensors_header(path), static_cast<uint64_t>(info.st_size));
   return 0;
 }
 

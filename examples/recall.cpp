@@ -136,7 +136,8 @@ int run(int argc, char** argv) {
       .max(2048);
   add_common_flags(args, run_flags, flags);
   int64_t eval_examples = 512, show = 4;
-  args.add("--eval-examples", &eval_examples, "held-out sequences (in batches of up to 128)")
+  // A run flag: what val_loss and the accuracy are measured on.
+  run_flags.add("--eval-examples", &eval_examples, "held-out sequences (in batches of up to 128)")
       .min(1)
       .max(1 << 20);
   args.add("--show", &show, "held-out sequences printed with the model's answers at the end")
@@ -160,10 +161,12 @@ int run(int argc, char** argv) {
   const nn::ModelConfig config =
       resumed.empty() ? model_config(flags, nn::recall_vocab_size(task), nn::recall_seq_len(task))
                       : config_from_metadata(resumed);
-  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kDecoder,
-                                                .config = config,
-                                                .batch = flags.batch,
-                                                .tgt_len = nn::recall_seq_len(task)});
+  const cli::RunLock lock =
+      prepare_run(flags, {.kind = ModelKind::kDecoder,
+                          .config = config,
+                          .batch = flags.batch,
+                          .tgt_len = nn::recall_seq_len(task),
+                          .eval_batch = std::min<int64_t>(eval_examples, 128)});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::DecoderLM model(config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
@@ -219,7 +222,7 @@ int run(int argc, char** argv) {
     std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
     print_answers(model, task, eval_set.front(), show);
   }
-  std::printf("wrote %s/{log.csv,model.safetensors,checkpoint.safetensors}\n", flags.out.c_str());
+  std::cout << wrote_line(flags.out, result.written) << "\n";
   return 0;
 }
 

@@ -120,12 +120,23 @@ int run(int argc, char** argv) {
       .max(nn::kMaxToyLength);
   add_common_flags(args, run_flags, flags);
   int64_t eval_examples = 512, show = 6;
-  args.add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)")
+  // A run flag: what val_loss and the accuracy are measured on.
+  run_flags.add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)")
       .min(1)
       .max(1 << 20);
   args.add("--show", &show, "greedy decodes printed at the end").min(0);
   args.set_default_text("--steps", default_steps_text());
   args.parse(argc, argv);
+  // A flag the task has no use for is a mistake, not something to ignore. (A
+  // resume restores the task's flags and refuses any that differ.)
+  if (flags.resume.empty()) {
+    const bool addition = task.task == "addition";
+    for (const char* name : {"--symbols", "--min-len", "--max-len", "--digits"})
+      if (args.seen(name) && (std::string(name) == "--digits") != addition)
+        throw cli::UsageError(std::string(name) + " applies to " +
+                              (addition ? "copy, reverse and sort" : "addition") +
+                              ", not to --task " + task.task);
+  }
   nn::Metadata resumed = setup_run("seq2seq", args, argc, argv, run_flags, flags);
   // A resumed run has its --steps from the checkpoint (seen, as if given).
   if (!args.seen("--steps")) flags.steps = default_steps(task.task);
@@ -140,11 +151,13 @@ int run(int argc, char** argv) {
                                      ? model_config(flags, nn::vocab_size(task),
                                                     std::max(nn::src_len(task), nn::tgt_len(task)))
                                      : config_from_metadata(resumed);
-  const cli::RunLock lock = prepare_run(flags, {.kind = ModelKind::kEncoderDecoder,
-                                                .config = config,
-                                                .batch = flags.batch,
-                                                .src_len = nn::src_len(task),
-                                                .tgt_len = nn::tgt_len(task)});
+  const cli::RunLock lock =
+      prepare_run(flags, {.kind = ModelKind::kEncoderDecoder,
+                          .config = config,
+                          .batch = flags.batch,
+                          .src_len = nn::src_len(task),
+                          .tgt_len = nn::tgt_len(task),
+                          .eval_batch = std::min<int64_t>(eval_examples, 128)});
   Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
   nn::EncoderDecoder model(config, init);
   nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
@@ -201,7 +214,7 @@ int run(int argc, char** argv) {
     std::cout << "greedy decodes:\n";
     print_decodes(model, task, eval_set.front(), show);
   }
-  std::cout << "wrote " << flags.out << "/{log.csv,model.safetensors,checkpoint.safetensors}\n";
+  std::cout << wrote_line(flags.out, result.written) << "\n";
   return 0;
 }
 

@@ -21,11 +21,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   try {
     t.storage_ = std::make_shared<Storage>(bytes);
   } catch (const std::bad_alloc&) {
-    // The one place tensors get memory: say how much, and for what.
-    char gib[32];
-    std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(bytes) / double(1 << 30));
+    // The one place tensors get memory: say how much, and for what, in the
+    // unit that shows it (1 MiB was "0.00 GiB").
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double size = static_cast<double>(bytes) / 1024;
+    int unit = 0;
+    while (size >= 1024 && unit < 5) size /= 1024, ++unit;
+    char human[48];
+    std::snprintf(human, sizeof human, size < 10 ? "%.1f %s" : "%.0f %s", size, units[unit]);
     fail("out of memory: a ", dtype_name(dtype), " tensor of shape ", shape_str(shape), " needs ",
-         bytes, " bytes (", gib, " GiB), more than the system would give");
+         bytes, " bytes (", human, "), more than the system would give");
   }
   t.dtype_ = dtype;
   t.shape_ = shape;

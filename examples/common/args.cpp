@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <stdexcept>
 #include <system_error>
@@ -377,6 +379,7 @@ std::string ArgParser::help() const {
 }
 
 int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body) {
+  reopen_closed_standard_streams();
   return run_cli(argc, argv, body, std::cout, std::cerr);
 }
 
@@ -388,12 +391,27 @@ int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body, 
     err.flush();
     return kExitUsage;
   };
+  // Like coreutils: output that could not be written (a full disk,
+  // /dev/full, a closed pipe's reader) is exit 1 and "write error", never a
+  // silent 0. A program that already failed keeps its own code.
+  auto checked = [&](int code) {
+    errno = 0;
+    out.flush();
+    bool written = out.good();
+    // printf's output sits in C's stdout, whose buffer only now meets the device.
+    if (&out == &std::cout) written = std::fflush(stdout) == 0 && !std::ferror(stdout) && written;
+    if (written || code != 0) return code;
+    const int error = errno;
+    err << program_name(argc, argv) << ": error: write error on standard output"
+        << (error != 0 ? ": " + std::system_category().message(error) : std::string()) << '\n';
+    err.flush();
+    return kExitWriteError;
+  };
   try {
-    return body(argc, argv);
+    return checked(body(argc, argv));
   } catch (const HelpRequested& h) {
     out << h.text();
-    out.flush();
-    return 0;
+    return checked(0);
   } catch (const std::exception& e) {
     return report(e.what());
   } catch (...) {

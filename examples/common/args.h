@@ -54,7 +54,18 @@ class HelpRequested {
   std::string text_;
 };
 
+// A path or value as messages show it, in double quotes: "runs/my run".
+std::string quote(std::string_view text);
+
+// Throws UsageError unless `path` names a regular file (after symlinks):
+//   "x.txt" does not exist | is a directory | is a FIFO, not a regular file
+// A FIFO with no writer would block the open forever, a device (/dev/zero)
+// never ends. Checked with stat, which neither opens nor blocks.
+void require_regular_file(const std::string& path);
+
 inline constexpr int kExitUsage = 2;
+// Standard output could not be written (coreutils' "write error").
+inline constexpr int kExitWriteError = 1;
 
 namespace detail {
 
@@ -164,6 +175,12 @@ class Option final : public detail::OptionBase {
     check_ = std::move(fn);
     return *this;
   }
+  // Maps the value once it has passed every check, before it is stored: a
+  // path made absolute, say, so the value kept is what the run used.
+  Option& normalize(std::function<Value(const Value&)> fn) {
+    normalize_ = std::move(fn);
+    return *this;
+  }
   Option& required() {
     required_ = true;
     return *this;
@@ -196,6 +213,7 @@ class Option final : public detail::OptionBase {
         detail::rethrow_check(name());
       }
     }
+    if (normalize_) v = normalize_(v);
     if constexpr (std::is_same_v<T, Value>) {
       *target_ = std::move(v);
     } else {
@@ -220,6 +238,7 @@ class Option final : public detail::OptionBase {
   bool lo_strict_ = false;
   std::vector<std::string> choices_;
   std::function<void(const Value&)> check_;
+  std::function<Value(const Value&)> normalize_;
 };
 
 class ArgParser {
@@ -274,7 +293,13 @@ class ArgParser {
 // Calls body(argc, argv) and returns its exit code, except: HelpRequested
 // prints the help to `out` and returns 0; any exception prints exactly one
 // line "PROGRAM: error: MESSAGE" to `err` and returns kExitUsage. PROGRAM is
-// the file name of argv[0].
+// the file name of argv[0]. A body that returns 0 but whose output could not
+// be written (`out` failed; for the first form also C's stdout, as on
+// /dev/full) gets "PROGRAM: error: write error on standard output" and
+// kExitWriteError. The first form also reopens on /dev/null any of the
+// descriptors 0, 1, 2 that were closed at start (`prog >&-`), before
+// anything can open a file into their place.
+void reopen_closed_standard_streams();
 int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body);
 int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body, std::ostream& out,
             std::ostream& err);

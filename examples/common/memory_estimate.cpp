@@ -20,6 +20,20 @@ constexpr double kBlockC = 4, kBlockA = 4, kBlockF = 1;  // self-attention and f
 constexpr double kCrossC = 2, kCrossA = 3;               // cross-attention, per target token
 constexpr double kCrossKV = 2;                           // its keys and values, per source token
 constexpr double kBackwardF = 2, kEmbedC = 1.5, kHeadV = 2;
+// The composed attention (see the header): (B, H, T, S) tensors kept per
+// layer for the backward, with a learned scale or a score transform (scores
+// and weights, and the scale's product) or with --reference (its one node
+// keeps fewer); and those alive at once in the largest layer's backward, or
+// in its forward without gradients (scores, logits, masked, weights).
+constexpr double kScoresKept = 2.25, kScoresKeptReference = 1.5, kScoresKeptTransformed = 3;
+constexpr double kScoresAtOnce = 2;
+constexpr double kEvalScoresAtOnce = 4;
+// --reference's other composed ops, per token and block.
+constexpr double kReferenceC = 6, kReferenceF = 1;
+// A forward without gradients, per token: the feed-forward's hidden layer
+// before and after its activation, the residual stream and attention's
+// projections, and the logits with their softmax.
+constexpr double kEvalF = 2.25, kEvalC = 5, kEvalA = 3, kEvalV = 2;
 constexpr double kFloat = 4;                    // bytes: the models train in float32
 constexpr double kCachedCap = double(1 << 30);  // tensor/storage.cpp's kMaxCachedBytes
 constexpr double kBaseline = 96.0 * (1 << 20);  // program, threads, OpenBLAS buffers
@@ -44,6 +58,27 @@ double attention_parameters(const nn::ModelConfig& config, const Sizes& s) {
     p += 1;  // one scalar per layer
   if (config.scale.kind == nn::ScaleMode::QkNorm) p += 4 * s.d_k;
   return p;
+}
+
+// The elements of the (B, H, T, S) score tensors of a batch of `b`
+// sequences: of every attention layer together, and of the largest one.
+struct Attention {
+  double all = 0, largest = 0;
+};
+
+Attention attention_scores(const TrainingShape& shape, double b) {
+  const double h = double(shape.config.heads), layers = double(shape.config.layers);
+  const double src = double(shape.src_len), tgt = double(shape.tgt_len);
+  switch (shape.kind) {
+    case ModelKind::kEncoderDecoder:  // encoder self, decoder self and cross
+      return {layers * b * h * (src * src + tgt * tgt + tgt * src),
+              b * h * std::max({src * src, tgt * tgt, tgt * src})};
+    case ModelKind::kDecoder:
+      return {layers * b * h * tgt * tgt, b * h * tgt * tgt};
+    case ModelKind::kEncoder:
+      return {layers * b * h * src * src, b * h * src * src};
+  }
+  return {};
 }
 
 }  // namespace
@@ -94,14 +129,38 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
       break;
     }
   }
+  const bool composed = shape.reference || shape.keeps_attention_weights ||
+                        shape.config.scale.kind == nn::ScaleMode::Learned;
+  const Attention scores = attention_scores(shape, b);
+  if (composed) {
+    // A transform's output is one more tensor a layer keeps; --reference's
+    // single node keeps fewer than the composition with a learned scale.
+    const double kept = shape.keeps_attention_weights                       ? kScoresKeptTransformed
+                        : shape.config.scale.kind == nn::ScaleMode::Learned ? kScoresKept
+                                                                            : kScoresKeptReference;
+    floats += kept * scores.all + kScoresAtOnce * scores.largest;
+  }
+  if (shape.reference) floats += (src + tgt) * s.layers * (kReferenceC * s.c + kReferenceF * s.f);
+
   MemoryEstimate e;
   e.parameters = count_parameters(shape);
   e.weights_bytes = kFloat * e.parameters;
   e.optimizer_bytes = 3 * kFloat * e.parameters;  // gradients and AdamW's two moments
   e.activation_bytes = kFloat * floats;
-  const double step = e.weights_bytes + e.optimizer_bytes + e.activation_bytes;
+  if (shape.eval_batch > 0) {
+    const double eb = double(shape.eval_batch);
+    const double tokens = eb * double(std::max(shape.src_len, shape.tgt_len));
+    const double head = shape.kind == ModelKind::kEncoder && shape.classes > 0
+                            ? eb * double(shape.classes)
+                            : tokens * s.v;
+    double eval = tokens * (kEvalF * s.f + kEvalC * s.c + kEvalA * s.a) + kEvalV * head;
+    if (composed) eval += kEvalScoresAtOnce * attention_scores(shape, eb).largest;
+    e.eval_bytes = kFloat * eval;
+  }
+  const double state = e.weights_bytes + e.optimizer_bytes;
+  const double step = state + e.activation_bytes;
   const double save = 9 * kFloat * e.parameters + std::min(e.activation_bytes, kCachedCap);
-  e.total_bytes = std::max(step, save) + kBaseline;
+  e.total_bytes = std::max({step, state + e.eval_bytes, save}) + kBaseline;
   return e;
 }
 
@@ -185,9 +244,13 @@ void check_memory(const MemoryEstimate& e, uint64_t available) {
   throw cli::UsageError(
       "the model and batch need about " + format_bytes(e.total_bytes) + " (weights " +
       format_bytes(e.weights_bytes) + ", gradients and AdamW " + format_bytes(e.optimizer_bytes) +
-      ", activations " + format_bytes(e.activation_bytes) + "), more than the " +
-      format_bytes(double(available)) +
-      " available; lower --batch, --d-model, --d-ff, --layers or the sequence length");
+      ", activations " + format_bytes(e.activation_bytes) +
+      (e.eval_bytes > e.activation_bytes
+           ? ", an evaluation's activations " + format_bytes(e.eval_bytes)
+           : std::string()) +
+      "), more than the " + format_bytes(double(available)) +
+      " available; lower --batch, --d-model, --d-ff, --layers or the sequence length" +
+      (e.eval_bytes > e.activation_bytes ? " (or the evaluation's size)" : std::string()));
 }
 
 }  // namespace gradflow::examples

@@ -15,15 +15,34 @@
 //                             embeddings and 2 V of logits and softmax; a
 //                             decoder block's cross-attention adds 2 C + 3 A
 //                             per target token and 2 A per source token
+//             + 4 x scores    the composed attention's (B, H, T, S) tensors, when
+//                             attention is composed (--scale learned,
+//                             --reference, a variant that transforms the scores,
+//                             a probe): per attention layer 2.25 of them kept for
+//                             the backward (1.5 with --reference's one node, 3
+//                             with a transform or probe), and 2 more of the
+//                             largest layer's alive at once
+//             + 4 x reference with --reference, L (6 C + F) more per token: the
+//                             composed layer norms, GELU and cross-entropy
+//   evaluation  16 P          the step's weights, gradients and moments, alive
+//             + 4 x floats    a forward without gradients of eval_batch
+//                             sequences: 2.25 F + 5 C + 3 A + 2 V per token, and
+//                             4 (B, H, T, S) tensors of the largest attention
+//                             when it is composed
 //   save        36 P          the step's 16 P, the optimizer state copied
 //             + cached        (8 P) and the encoded file (12 P), beside the
 //                             activations' blocks kept for reuse (up to 1 GiB)
-//   total       max(step, save) + 96 MiB of program, threads and buffers
+//   total       max(step, evaluation, save) + 96 MiB of program, threads and
+//               buffers
 //
 // The per-token coefficients were fitted to the peak tensor memory
 // (memory_stats) of training steps of about fifteen shapes, which they exceed
-// by 5 to 20%; tests/examples/memory_estimate_test.cpp keeps the total within
-// [1x, 2x] of the peak resident memory the programs reach.
+// by 5 to 20%; the attention, --reference and evaluation terms to the peak
+// resident memory of charlm and classify runs whose memory those terms
+// dominate. tests/examples/memory_estimate_test.cpp keeps the total within
+// [1x, 2x] of the peak resident memory the programs reach, for every scale
+// mode, --reference and evaluation, and the tensor part within [1x, 2x] of a
+// step's peak tensor memory with a variant that transforms the scores.
 #pragma once
 
 #include <cstdint>
@@ -40,14 +59,20 @@ struct TrainingShape {
   ModelKind kind = ModelKind::kDecoder;
   nn::ModelConfig config;
   int64_t batch = 1;
-  int64_t src_len = 0;  // encoder positions (encoder-decoder, encoder)
-  int64_t tgt_len = 0;  // decoder positions (encoder-decoder, decoder)
-  int64_t classes = 0;  // encoder: the head's outputs (0: one logit per token over the vocab)
+  int64_t src_len = 0;     // encoder positions (encoder-decoder, encoder)
+  int64_t tgt_len = 0;     // decoder positions (encoder-decoder, decoder)
+  int64_t classes = 0;     // encoder: the head's outputs (0: one logit per token over the vocab)
+  bool reference = false;  // --reference: every fused op runs as its composed reference
+  // A probe or a variant that transforms the scores: attention is composed
+  // (as it is for --scale learned and --reference), keeping (B, H, T, S) tensors.
+  bool keeps_attention_weights = false;
+  int64_t eval_batch = 0;  // the most sequences evaluated at once, without gradients (0: none)
 };
 
 struct MemoryEstimate {
   double parameters = 0;  // a double: a hostile size need not fit in int64
   double weights_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, total_bytes = 0;
+  double eval_bytes = 0;  // an evaluation's activations
 };
 
 double count_parameters(const TrainingShape& shape);

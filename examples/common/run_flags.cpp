@@ -38,7 +38,17 @@ void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::stri
     stored.push_back(name + "=" + it->second);
     values.push_back(it->second);
   }
-  args_.parse(stored);
+  // One at a time, so a bad stored value is reported as the checkpoint's,
+  // not as if it had been typed.
+  for (const std::string& entry : stored) {
+    try {
+      args_.parse(std::vector<std::string>{entry});
+    } catch (const std::exception& e) {
+      const std::string name = entry.substr(0, entry.find('='));
+      throw UsageError("the checkpoint's flag." + name + " " +
+                       cli::quote(entry.substr(name.size() + 1)) + " is not valid: " + e.what());
+    }
+  }
   args_.parse(command_line);  // what the user asked for wins, then is checked
   for (size_t i = 0; i < flags_.size(); ++i) {
     const auto& [name, get] = flags_[i];
@@ -52,6 +62,24 @@ void check_float32(double value) {
   if (!(std::abs(value) <= FLT_MAX))
     throw UsageError(cli::detail::format_value(value) +
                      " does not fit in float32, the dtype it is used in (|x| <= 3.4e38)");
+  // 1e-320 or 4e-45 would become 0 or a subnormal there: a zero --lr (which
+  // `--lr 0` is refused for), or a value flushed to zero in the kernels.
+  if (value != 0 && std::abs(value) < FLT_MIN)
+    throw UsageError(cli::detail::format_value(value) +
+                     " is below float32's smallest normal number (1.2e-38), the dtype it is used "
+                     "in, where it would be zero or subnormal");
+}
+
+nn::ScaleMode parse_scale(const std::string& text) {
+  if (text.rfind("const:", 0) == 0) {
+    // The number of const:<v> is read as every flag's number is (args.h):
+    // " 1" and "0x10" are refused here as they are for --lr.
+    double value = 0;
+    cli::detail::parse_value("const", std::string_view(text).substr(6), &value);
+    if (!(value > 0)) throw UsageError("const: must be > 0, got " + text.substr(6));
+    check_float32(value);
+  }
+  return nn::ScaleMode::parse(text);
 }
 
 void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
@@ -71,7 +99,7 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
           "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm, "
           "qk_l2norm, learned_log")
       .metavar("MODE")
-      .check([](const std::string& s) { nn::ScaleMode::parse(s); });
+      .check([](const std::string& s) { parse_scale(s); });
   run.add("--d-model", &f.d_model, "model width (a multiple of --heads)").min(1);
   run.add("--heads", &f.heads, "attention heads").min(1);
   run.add("--layers", &f.layers, "transformer layers (per stack)").min(1);
@@ -99,7 +127,8 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
            "threads: each step runs this many parts of the batch at once, one per thread")
       .min(1)
       .max(256);
-  args.add("--eval-every", &f.eval_every, "evaluate every N steps (0: only at the end)").min(0);
+  // A run flag: which steps have a val_loss is part of what the log means.
+  run.add("--eval-every", &f.eval_every, "evaluate every N steps (0: only at the end)").min(0);
   args.add("--save-every", &f.save_every, "save the checkpoint every N steps (0: at the end)")
       .min(0);
   args.add_flag("--stop-on-nan", &f.stop_on_nan,
@@ -124,15 +153,74 @@ std::string checkpoint_path(const std::string& dir) {
   return (fs::path(dir) / "checkpoint.safetensors").string();
 }
 
+namespace {
+
+// An edited config.* entry would build another model than the flag.* entries
+// (which --help, messages and a later resume read) say: refused, not guessed.
+// A flag the checkpoint predates is not compared.
+void check_config_matches_flags(const nn::Metadata& metadata, const CommonFlags& flags) {
+  bool any = false;
+  for (const auto& [key, value] : metadata) any = any || key.rfind("config.", 0) == 0;
+  if (!any) return;
+  const nn::ModelConfig stored = config_from_metadata(metadata);
+  const nn::ModelConfig flagged = model_config(flags, stored.vocab, stored.max_len);
+  const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
+      {"d-model", {std::to_string(stored.d_model), std::to_string(flagged.d_model)}},
+      {"heads", {std::to_string(stored.heads), std::to_string(flagged.heads)}},
+      {"layers", {std::to_string(stored.layers), std::to_string(flagged.layers)}},
+      {"d-ff", {std::to_string(stored.d_ff), std::to_string(flagged.d_ff)}},
+      {"head-dim", {std::to_string(stored.head_dim), std::to_string(flagged.head_dim)}},
+      {"scale", {stored.scale.name(), flagged.scale.name()}},
+      {"norm", {nn::norm_placement_name(stored.norm), nn::norm_placement_name(flagged.norm)}},
+      {"activation", {stored.activation, flagged.activation}},
+      {"positional", {stored.positional, flagged.positional}},
+      {"dropout",
+       {cli::detail::format_value(stored.dropout), cli::detail::format_value(flagged.dropout)}}};
+  for (const auto& [flag, values] : fields) {
+    const std::string name = std::string("--") + flag;
+    bool stored_flag = false;
+    for (const auto& kv : metadata) stored_flag = stored_flag || kv.first == "flag." + name;
+    if (!stored_flag || values.first == values.second) continue;
+    std::string key = flag;
+    std::replace(key.begin(), key.end(), '-', '_');
+    throw UsageError(
+        "the checkpoint's config." + key + " " + values.first + " differs from its flag." + name +
+        " " + values.second +
+        " (an edited checkpoint?): it builds neither model exactly; refusing to guess");
+  }
+}
+
+}  // namespace
+
 nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
                        char** argv, RunFlags& run_flags, CommonFlags& flags) {
   nn::Metadata metadata;
   if (!flags.resume.empty()) {
-    // DIR, or the checkpoint file itself.
+    // DIR, or the checkpoint file itself; not model.safetensors, which holds
+    // no optimizer or data position and would silently resume the checkpoint
+    // beside it instead.
     fs::path dir = flags.resume;
-    if (fs::is_regular_file(dir)) dir = dir.has_parent_path() ? dir.parent_path() : ".";
+    const std::string given = cli::quote(flags.resume);
+    if (fs::is_regular_file(dir)) {
+      if (dir.filename() != "checkpoint.safetensors")
+        throw UsageError(
+            "--resume " + given + ": give the run's folder" +
+            (dir.filename() == "model.safetensors"
+                 ? " (model.safetensors holds the weights only; the run resumes from the "
+                   "checkpoint.safetensors beside it)"
+                 : " or its checkpoint.safetensors"));
+      dir = dir.has_parent_path() ? dir.parent_path() : ".";
+    }
     const std::string path = checkpoint_path(dir.string());
-    if (!fs::is_regular_file(path)) throw UsageError("--resume: no checkpoint at " + path);
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw UsageError("--resume " + given + ": no such folder");
+    if (!fs::is_regular_file(path, ec))
+      throw UsageError(
+          "--resume " + given + ": no checkpoint.safetensors there" +
+          (fs::exists(dir / "log.csv", ec)
+               ? " (the run stopped before its first save; start it again with --out " + given +
+                     " --overwrite)"
+               : ""));
     try {
       metadata = nn::read_checkpoint_metadata(path);
       auto format = std::find_if(metadata.begin(), metadata.end(),
@@ -142,9 +230,16 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
       const std::string& owner = nn::metadata_value(metadata, "program");
       if (owner != program) fail("a checkpoint of ", owner, ", not of ", program);
     } catch (const std::exception& e) {
-      throw UsageError("--resume " + path + ": " + e.what());
+      throw UsageError("--resume " + cli::quote(path) + ": " + e.what());
     }
-    run_flags.restore(metadata, std::vector<std::string>(argv + std::min(argc, 1), argv + argc));
+    try {
+      run_flags.restore(metadata, std::vector<std::string>(argv + std::min(argc, 1), argv + argc));
+      check_config_matches_flags(metadata, flags);
+    } catch (const std::exception& e) {
+      std::string problem = e.what();
+      if (problem.rfind("--resume: ", 0) == 0) problem.erase(0, 10);  // config_from_metadata's
+      throw UsageError("--resume " + cli::quote(path) + ": " + problem);
+    }
     flags.resume = dir.string();
     if (!args.seen("--out")) flags.out = flags.resume;
   }
@@ -198,7 +293,7 @@ nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
       if (std::string(key) == "head_dim" && !find(key)) continue;  // d_k = d_model / heads
       cli::detail::parse_value(key, get(key), &(c.*field));
     }
-    c.scale = nn::ScaleMode::parse(get("scale"));
+    c.scale = parse_scale(get("scale"));
     if (const std::string* norm = find("norm")) {
       c.norm = nn::parse_norm_placement(*norm);
     } else if (const std::string* pre_ln = find("pre_ln")) {  // before norm: a boolean
@@ -222,7 +317,7 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   c.d_model = f.d_model, c.heads = f.heads, c.layers = f.layers, c.d_ff = f.d_ff;
   c.head_dim = f.head_dim;
   c.max_len = max_len;
-  c.scale = nn::ScaleMode::parse(f.scale);
+  c.scale = parse_scale(f.scale);
   c.norm = nn::parse_norm_placement(f.norm);
   c.activation = f.activation;
   c.positional = f.positional;

@@ -85,9 +85,14 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
 
 std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetensors
 
-// Throws UsageError unless |value| fits in float32, the dtype a learning rate,
-// weight decay or scale is used in: 1e300 would become infinity there.
+// Throws UsageError unless value is 0 or a normal float32 number, the dtype a
+// learning rate, weight decay or scale is used in: 1e300 would become
+// infinity there, 1e-50 zero and 4e-45 a subnormal.
 void check_float32(double value);
+
+// nn::ScaleMode::parse, with const:<v>'s number read by the flags' parser
+// (args.h) and checked with check_float32. Throws UsageError.
+nn::ScaleMode parse_scale(const std::string& text);
 
 // Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
 // back. A field that came after a checkpoint was written (head_dim; norm,

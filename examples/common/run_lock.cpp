@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,10 +54,27 @@ const std::vector<std::string>& run_files() {
 }
 
 RunLock::RunLock(const std::string& dir) : path_((fs::path(dir) / "run.lock").string()) {
+  // The lock file stays between runs (see the header), so O_EXCL cannot be
+  // used; O_NOFOLLOW refuses a symlink planted in its place (else the pid
+  // would overwrite whatever it points to: CWE-59), O_NONBLOCK a FIFO that
+  // would block the open, and the checks below a hard link or anything but
+  // a regular file.
   do {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
   } while (fd_ < 0 && errno == EINTR);
-  if (fd_ < 0) fail("cannot open the lock file \"", path_, "\": ", reason(errno));
+  if (fd_ < 0 && errno == ELOOP)
+    throw UsageError("--out " + quote(dir) + ": " + quote(path_) +
+                     " is a symbolic link; a lock file must be a file of its own (remove it)");
+  if (fd_ < 0) fail("cannot open the lock file ", quote(path_), ": ", reason(errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode) || info.st_nlink != 1) {
+    const bool regular = S_ISREG(info.st_mode);
+    ::close(fd_);
+    fd_ = -1;
+    throw UsageError("--out " + quote(dir) + ": " + quote(path_) + " is " +
+                     (regular ? "a hard link to another file" : "not a regular file") +
+                     "; a lock file must be a file of its own (remove it)");
+  }
   int rc = 0;
   do {
     rc = ::flock(fd_, LOCK_EX | LOCK_NB);
@@ -71,10 +89,10 @@ RunLock::RunLock(const std::string& dir) : path_((fs::path(dir) / "run.lock").st
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK)
-      throw UsageError("--out " + dir + " is in use by another run (" +
+      throw UsageError("--out " + quote(dir) + " is in use by another run (" +
                        (pid.empty() ? std::string("pid unknown") : "pid " + pid) +
                        "): wait for it to end or choose another --out");
-    fail("cannot lock \"", path_, "\": ", reason(err));
+    fail("cannot lock ", quote(path_), ": ", reason(err));
   }
   // Ours now: say who holds it. A failure here only costs the pid in a
   // second run's message.
@@ -96,16 +114,21 @@ RunLock::~RunLock() {
 RunLock claim_run_dir(const std::string& out, const std::string& resume_dir, bool overwrite,
                       std::ostream& err) {
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(out, ec)) && !fs::exists(out, ec))
+    throw UsageError("--out " + quote(out) + " is a symbolic link to " +
+                     quote(fs::read_symlink(out, ec).string()) +
+                     ", which does not exist: create that directory or choose another --out");
   fs::create_directories(out, ec);
   if (ec || !fs::is_directory(out))
-    throw UsageError("--out " + out + ": cannot create the directory" +
+    throw UsageError("--out " + quote(out) + ": cannot create the directory" +
                      (ec ? ": " + ec.message() : ""));
   RunLock lock(out);
   if (lock.unsupported()) {
     // Refusing would make the folder unusable; without the lock nothing
     // else here is safe from a second run either, so nothing is removed.
-    err << "warning: " << lock.path() << " cannot be locked on this filesystem: a second run in "
-        << out << " at once would not be stopped\n";
+    err << "warning: " << quote(lock.path())
+        << " cannot be locked on this filesystem: a second run in " << quote(out)
+        << " at once would not be stopped\n";
   }
 
   RemovedFiles stale;
@@ -116,7 +139,7 @@ RunLock claim_run_dir(const std::string& out, const std::string& resume_dir, boo
   }
   if (stale.count > 0)
     err << "removed " << stale.count << " temporary file" << (stale.count == 1 ? "" : "s") << " ("
-        << mib(stale.bytes) << " MiB) that an interrupted save left in " << out << "\n";
+        << mib(stale.bytes) << " MiB) that an interrupted save left in " << quote(out) << "\n";
 
   const bool in_place = !resume_dir.empty() && same_dir(resume_dir, out);
   if (in_place) return lock;
@@ -124,17 +147,24 @@ RunLock claim_run_dir(const std::string& out, const std::string& resume_dir, boo
   for (const std::string& file : run_files())
     if (fs::exists(fs::path(out) / file, ec)) present.push_back(file);
   if (present.empty()) return lock;
+  const bool resumable = fs::exists(fs::path(out) / "checkpoint.safetensors", ec);
+  if (!overwrite && resumable)
+    throw UsageError("--out " + quote(out) + " already holds a run (" + present.front() +
+                     "): continue it with --resume " + quote(out) +
+                     ", or replace it with --overwrite");
   if (!overwrite)
-    throw UsageError("--out " + out + " already holds a run (" + present.front() +
-                     "): continue it with --resume " + out + ", or replace it with --overwrite");
+    throw UsageError("--out " + quote(out) + " holds a run that saved no checkpoint (" +
+                     present.front() +
+                     "), so there is nothing to resume: replace it with --overwrite, or choose "
+                     "another --out");
   for (const std::string& file : present) {
     fs::remove(fs::path(out) / file, ec);
     if (ec)
-      throw UsageError("--overwrite: cannot remove " + (fs::path(out) / file).string() + ": " +
-                       ec.message());
+      throw UsageError("--overwrite: cannot remove " + quote((fs::path(out) / file).string()) +
+                       ": " + ec.message());
   }
   err << "--overwrite: removed the previous run's " << present.size() << " file"
-      << (present.size() == 1 ? "" : "s") << " from " << out << "\n";
+      << (present.size() == 1 ? "" : "s") << " from " << quote(out) << "\n";
   return lock;
 }
 

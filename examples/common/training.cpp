@@ -53,7 +53,7 @@ void carry_log(const std::string& resume_dir, const std::string& to, int64_t ste
   const std::string from = (fs::path(resume_dir) / "log.csv").string();
   std::error_code ec;
   if (!fs::is_regular_file(from) || fs::file_size(from, ec) == 0) {
-    err << "warning: " << from << " is missing: a new log starts at step " << step + 1
+    err << "warning: " << cli::quote(from) << " is missing: a new log starts at step " << step + 1
         << " (the rows of steps 1 to " << step << " are lost)\n";
     std::error_code ignored;
     fs::remove(to, ignored);  // resuming into another folder: no stale log there either
@@ -62,7 +62,7 @@ void carry_log(const std::string& resume_dir, const std::string& to, int64_t ste
   const std::string kept = rows_up_to(from, step);
   const std::string saved = value_or(checkpoint, "log_digest");
   if (!saved.empty() && saved != cli::digest_hex(cli::log_digest(kept)))
-    throw UsageError("--resume " + resume_dir + ": log.csv does not belong with " +
+    throw UsageError("--resume " + cli::quote(resume_dir) + ": log.csv does not belong with " +
                      "checkpoint.safetensors: its rows up to step " + std::to_string(step) +
                      " are not the ones saved with the checkpoint (another run's log, or an " +
                      "edited one); move log.csv away to continue with a new log");
@@ -72,7 +72,9 @@ void carry_log(const std::string& resume_dir, const std::string& to, int64_t ste
 }  // namespace
 
 cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape) {
-  check_memory(estimate_training_memory(shape), available_memory_bytes());
+  TrainingShape checked = shape;
+  checked.reference = flags.reference;
+  check_memory(estimate_training_memory(checked), available_memory_bytes());
   return cli::claim_run_dir(flags.out, flags.resume, flags.overwrite, std::cerr);
 }
 
@@ -150,7 +152,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    throw UsageError("--out " + dir.string() + ": cannot create the directory" +
+    throw UsageError("--out " + cli::quote(dir.string()) + ": cannot create the directory" +
                      (ec ? ": " + ec.message() : ""));
   const std::string ckpt = checkpoint_path(dir), log_path = (dir / "log.csv").string();
 
@@ -162,10 +164,10 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     try {
       loaded = nn::load_checkpoint(from, model, optimizer, generators);
     } catch (const std::exception& e) {
-      throw UsageError("--resume " + from + ": " + e.what());
+      throw UsageError("--resume " + cli::quote(from) + ": " + e.what());
     }
     result.step = loaded.step;
-    err << "resuming from " << from << " at step " << result.step << "\n";
+    err << "resuming from " << cli::quote(from) << " at step " << result.step << "\n";
     const std::string threads = value_or(loaded.metadata, "threads");
     if (!threads.empty() && threads != std::to_string(options.threads))
       err << "warning: --threads " << options.threads << " differs from the checkpoint's "
@@ -177,15 +179,32 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   columns.insert(columns.end(), options.metrics.begin(), options.metrics.end());
   cli::CsvLog log(log_path, columns,
                   resuming ? cli::CsvLog::Mode::kAppend : cli::CsvLog::Mode::kTruncate);
-  if (result.step >= options.steps) {
-    err << "already at step " << result.step << " of " << options.steps
-        << "; nothing to do (raise --steps to continue)\n";
-    return result;
-  }
+  result.written.push_back("log.csv");
   nn::Metadata metadata = options.metadata;
   metadata.emplace_back("threads", std::to_string(options.threads));
   // The step of the checkpoint on disk in `dir`, if any.
-  int64_t saved_step = resuming && fs::equivalent(options.resume_dir, dir, ec) ? result.step : -1;
+  const bool in_place = resuming && fs::equivalent(options.resume_dir, dir, ec);
+  int64_t saved_step = in_place ? result.step : -1;
+  const std::string model_path = (dir / "model.safetensors").string();
+  auto save_model = [&] {
+    nn::save_weights(model_path, model, options.metadata);
+    result.written.push_back("model.safetensors");
+  };
+  if (result.step >= options.steps) {
+    err << "already at step " << result.step << " of " << options.steps
+        << "; nothing to do (raise --steps to continue)\n";
+    // Still what was asked: --out holds the whole run, and a model file a
+    // crash or a user removed is rebuilt from the checkpoint. (A loaded
+    // state is finite: load_checkpoint checked it.)
+    if (!in_place) {
+      nn::Metadata m = metadata;
+      m.emplace_back("log_digest", cli::digest_hex(log.digest()));
+      nn::save_checkpoint(ckpt, model, optimizer, generators, result.step, m);
+      result.written.push_back("checkpoint.safetensors");
+    }
+    if (!in_place || !fs::exists(model_path, ec)) save_model();
+    return result;
+  }
   cli::Progress progress(options.steps, err, {.tty = options.tty, .start_step = result.step});
   // A state with a NaN or an infinity is not saved (nothing could resume
   // from it): the file on disk stays the last good one.
@@ -201,6 +220,9 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
       return false;
     }
     saved_step = result.step;
+    if (std::find(result.written.begin(), result.written.end(), "checkpoint.safetensors") ==
+        result.written.end())
+      result.written.push_back("checkpoint.safetensors");
     return true;
   };
 
@@ -255,14 +277,26 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   }
   progress.finish();
   const bool saved = save();
-  if (saved) nn::save_weights((dir / "model.safetensors").string(), model, options.metadata);
-  const std::string where = saved ? "checkpoint saved to " + ckpt
+  if (saved) save_model();
+  // A stop signal that came during the final save: the run is saved, but it
+  // was asked to stop, which exit 0 would hide.
+  if (const int signal = cli::stop_signal(); signal != 0 && result.outcome == Outcome::kFinished) {
+    result.outcome = Outcome::kInterrupted;
+    result.signal = signal;
+  }
+  if (!saved && result.outcome == Outcome::kFinished) result.outcome = Outcome::kNotSaved;
+  const std::string where = saved ? "checkpoint saved to " + cli::quote(ckpt)
                             : saved_step >= 0
-                                ? ckpt + " is step " + std::to_string(saved_step) + "'s"
+                                ? cli::quote(ckpt) + " is step " + std::to_string(saved_step) + "'s"
                                 : "no checkpoint saved";
   if (result.outcome == Outcome::kInterrupted)
     err << "interrupted at step " << result.step << " (" << cli::signal_name(result.signal) << "); "
-        << where << " (continue with --resume " << dir.string() << ")\n";
+        << where
+        << (saved_step >= 0 ? " (continue with --resume " + cli::quote(dir.string()) + ")" : "")
+        << "\n";
+  if (result.outcome == Outcome::kNotSaved)
+    err << "finished step " << result.step << ", but its state is not finite, so it was not saved; "
+        << where << "; " << wrote_line(dir.string(), result.written) << "\n";
   if (result.outcome == Outcome::kStoppedOnNan)
     err << "stopped at step " << result.step << " on a non-finite value; " << where << "\n";
   if (result.outcome == Outcome::kTooManySkipped)
@@ -275,6 +309,13 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   return result;
 }
 
+std::string wrote_line(const std::string& dir, const std::vector<std::string>& files) {
+  std::string names;
+  for (const std::string& f : files) names += (names.empty() ? "" : ",") + f;
+  if (files.size() == 1) return "wrote " + cli::quote((fs::path(dir) / names).string());
+  return "wrote " + cli::quote(dir) + "/{" + names + "}";
+}
+
 int exit_code(const TrainResult& result) {
   switch (result.outcome) {
     case Outcome::kFinished:
@@ -282,6 +323,7 @@ int exit_code(const TrainResult& result) {
     case Outcome::kInterrupted:
       return cli::exit_code_for_signal(result.signal);
     case Outcome::kStoppedOnNan:
+    case Outcome::kNotSaved:
       return kExitStoppedOnNan;
     case Outcome::kTooManySkipped:
       return cli::kExitUsage;

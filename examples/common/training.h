@@ -97,7 +97,8 @@ struct LoopOptions {
 };
 
 // What a program does once its model's sizes are known, before building it:
-// refuses a configuration that cannot fit in memory (memory_estimate.h), then
+// refuses a configuration that cannot fit in memory (memory_estimate.h; with
+// shape.reference taken from --reference), then
 // claims --out (run_lock.h). The lock must be held until the program ends.
 cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape);
 
@@ -105,7 +106,9 @@ cli::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape);
 // row; one in all with dropout); the caller adds metrics and metadata.
 LoopOptions loop_options(const CommonFlags& flags);
 
-enum class Outcome { kFinished, kInterrupted, kStoppedOnNan, kTooManySkipped };
+// kNotSaved: every step ran, but the final state held a NaN or an infinity,
+// so the promised checkpoint and model were not written.
+enum class Outcome { kFinished, kInterrupted, kStoppedOnNan, kTooManySkipped, kNotSaved };
 
 struct TrainResult {
   Outcome outcome = Outcome::kFinished;
@@ -114,7 +117,14 @@ struct TrainResult {
   int64_t skipped = 0;               // steps skipped in this session
   double last_loss = 0;              // of the last step
   std::vector<double> metrics = {};  // the last evaluation's, empty if none ran
+  // The files of the run this session wrote in out_dir, in the order written
+  // ("log.csv", "checkpoint.safetensors", "model.safetensors").
+  std::vector<std::string> written = {};
 };
+
+// `wrote "DIR"/{log.csv,checkpoint.safetensors}`: what a program reports it
+// wrote, naming only those files.
+std::string wrote_line(const std::string& dir, const std::vector<std::string>& files);
 
 // Trains model with optimizer from options.resume_dir's checkpoint or from
 // scratch up to options.steps. The generators' states are saved and
@@ -126,7 +136,8 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
 
 // The programs' exit codes: 0 finished; 128 + the signal when interrupted
 // (130 SIGINT, 143 SIGTERM, 129 SIGHUP, as a shell reports them); 1 stopped
-// on a non-finite value as --stop-on-nan asked; 2 stopped after
+// on a non-finite value as --stop-on-nan asked, or finished with a final
+// state that could not be saved (kNotSaved); 2 stopped after
 // --max-skipped-steps skipped steps (like a bad value: the run cannot train).
 inline constexpr int kExitStoppedOnNan = 1;
 int exit_code(const TrainResult& result);

@@ -25,6 +25,10 @@ std::string reason(int err) { return std::system_category().message(err); }
   fail(op, ": ", what, " \"", path, "\": ", reason(err));
 }
 
+// Temporary names are "<path>.gradflow-tmp.<pid>.<counter>": distinctive enough that the
+// cleanup below never takes a user's "log.csv.tmp.2024.01" for one of ours.
+constexpr const char* kTempInfix = ".gradflow-tmp.";
+
 // Makes temporary names unique between threads of one process; the pid separates processes.
 std::atomic<uint64_t> temp_counter{0};
 
@@ -48,9 +52,10 @@ struct TempFile {
 // by a crashed process that had our pid is skipped by trying the next counter.
 void create_temp(TempFile& temp, const std::string& path) {
   for (int attempt = 0;; ++attempt) {
-    std::string name = path + ".tmp." + std::to_string(::getpid()) + "." +
+    std::string name = path + kTempInfix + std::to_string(::getpid()) + "." +
                        std::to_string(temp_counter.fetch_add(1));
-    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    // O_EXCL also refuses a symlink at the name (never followed).
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) {
       temp.path = std::move(name);
       temp.fd = fd;
@@ -170,12 +175,13 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
 
 RemovedFiles remove_stale_temp_files(const std::string& path) {
   const std::string directory = directory_of(path);
-  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".tmp.";
-  // "<pid>.<counter>": digits, a dot, digits; nothing else is ours to remove.
+  const std::string prefix = path.substr(path.find_last_of('/') + 1) + kTempInfix;
+  // "<pid>.<counter>" exactly as create_temp writes them: decimal numbers
+  // without a sign or a leading zero; nothing else is ours to remove.
   auto is_suffix = [](std::string_view s) {
     const size_t dot = s.find('.');
     auto digits = [](std::string_view d) {
-      return !d.empty() &&
+      return !d.empty() && d.size() <= 20 && (d == "0" || d[0] != '0') &&
              std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
     return dot != std::string_view::npos && digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
@@ -188,8 +194,10 @@ RemovedFiles remove_stale_temp_files(const std::string& path) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0 || !is_suffix(std::string_view(name).substr(prefix.size())))
       continue;
+    // Only regular files: a symlink or anything else by that name is not a temporary we made.
     std::error_code size_ec;
-    const uintmax_t bytes = it->is_regular_file(size_ec) ? it->file_size(size_ec) : 0;
+    if (!it->is_regular_file(size_ec) || it->is_symlink(size_ec)) continue;
+    const uintmax_t bytes = it->file_size(size_ec);
     if (::unlink(it->path().c_str()) == 0) {
       ++removed.count;
       removed.bytes += size_ec ? 0 : bytes;

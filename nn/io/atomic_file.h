@@ -10,12 +10,13 @@ namespace gradflow {
 // Replaces the file at `path` with `bytes` so that, even after a crash or power loss, `path`
 // holds either its old content or all of `bytes`, never a mix or a truncated file.
 //
-// How: the bytes go to a new temporary file "<path>.tmp.<pid>.<counter>" in the same directory
-// (rename is atomic only within one filesystem), which is fsynced, then renamed over `path`; the
-// directory is fsynced last so the rename itself survives a crash.
+// How: the bytes go to a new temporary file "<path>.gradflow-tmp.<pid>.<counter>" in the same
+// directory (rename is atomic only within one filesystem), which is fsynced, then renamed over
+// `path`; the directory is fsynced last so the rename itself survives a crash.
 //
 // Throws Error naming the file and the system's reason, e.g.
-//   write_file_atomic: cannot write "/x/model.safetensors.tmp.123.0": No space left on device
+//   write_file_atomic: cannot write "/x/model.safetensors.gradflow-tmp.123.0": No space left on
+//   device
 // after removing the temporary file; `path` is then left as it was. One exception: if only the
 // final directory fsync fails, `path` already holds the new bytes when Error is thrown.
 //
@@ -30,8 +31,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 std::string read_file(const std::string& path, uint64_t max_bytes);
 
 // Removes the temporary files write_file_atomic(path, ...) left behind when a writer was killed
-// or crashed before its rename ("<path>.tmp.<pid>.<counter>", in path's directory). Returns how
-// many it removed and their bytes. REQUIRES: no other writer of `path` is alive, which the caller
+// or crashed before its rename: regular files in path's directory named exactly
+// "<path>.gradflow-tmp.<pid>.<counter>" (decimal numbers, no leading zero). Returns how many it
+// removed and their bytes. REQUIRES: no other writer of `path` is alive, which the caller
 // makes sure of (the training programs hold their folder's lock, examples/common/run_lock.h).
 // Throws Error if the directory cannot be read.
 struct RemovedFiles {

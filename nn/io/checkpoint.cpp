@@ -1,6 +1,7 @@
 #include "nn/io/checkpoint.h"
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -102,9 +103,12 @@ CheckpointContents load_checkpoint(
       if (v != kFormat) fail("checkpoint ", path, ": unknown format '", v, "'");
       is_checkpoint = true;
     } else if (k == "step") {
-      char* end = nullptr;
-      out.step = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || out.step < 0 || out.step > kMaxCheckpointStep)
+      // Exactly as save_checkpoint writes it (std::to_string): digits only.
+      // strtoll took " 3" and "+3" too, which no checkpoint of ours holds.
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out.step);
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || ec != std::errc() || end != v.data() + v.size() || out.step < 0 ||
+          out.step > kMaxCheckpointStep)
         fail("checkpoint ", path, ": bad step '", v, "' (expected an integer in [0, 2^53])");
     } else {
       out.metadata.emplace_back(k, v);

@@ -3,8 +3,13 @@
 // allocates the tensors and copies their bytes, and runs only when nothing can fail any more.
 #include "nn/io/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -352,12 +357,15 @@ struct Parsed {
   std::string_view data;
 };
 
-Parsed parse(std::string_view bytes) {
-  if (bytes.size() < kLengthBytes) {
-    reject("file is ", bytes.size(), " bytes, too short for the 8-byte header length");
+// The header of a file of `file_bytes` bytes whose first bytes are `head`: the length field and,
+// when that length is valid, the whole header. The data buffer is not needed: its size is
+// `file_bytes` less the two, which the tensors' offsets are checked against.
+Parsed parse_header(std::string_view head, uint64_t file_bytes) {
+  if (file_bytes < kLengthBytes) {
+    reject("file is ", file_bytes, " bytes, too short for the 8-byte header length");
   }
-  const uint64_t header_bytes = read_u64_le(bytes);
-  const uint64_t after_length = bytes.size() - kLengthBytes;  // no overflow: checked above
+  const uint64_t header_bytes = read_u64_le(head);
+  const uint64_t after_length = file_bytes - kLengthBytes;  // no overflow: checked above
   if (header_bytes == 0) reject("header length is 0");
   if (header_bytes > after_length) {
     reject("header length ", header_bytes, " exceeds the ", after_length,
@@ -366,9 +374,8 @@ Parsed parse(std::string_view bytes) {
   if (header_bytes > kMaxSafetensorsHeaderBytes) {
     reject("header length ", header_bytes, " exceeds the limit of ", kMaxSafetensorsHeaderBytes);
   }
-  const std::string_view text = bytes.substr(kLengthBytes, header_bytes);
+  const std::string_view text = head.substr(kLengthBytes, header_bytes);
   Parsed parsed;
-  parsed.data = bytes.substr(kLengthBytes + header_bytes);
   if (!is_utf8(text)) reject("header is not valid UTF-8");
   if (text.front() != '{') reject("header does not start with '{'");
   json::Value root;
@@ -387,8 +394,38 @@ Parsed parse(std::string_view bytes) {
       parsed.infos.push_back(read_info(key, value));
     }
   }
-  check_layout(parsed.infos, parsed.data.size());
+  check_layout(parsed.infos, after_length - header_bytes);
   return parsed;
+}
+
+Parsed parse(std::string_view bytes) {
+  Parsed parsed = parse_header(bytes, bytes.size());
+  parsed.data = bytes.substr(kLengthBytes + read_u64_le(bytes));
+  return parsed;
+}
+
+SafetensorsHeader header_of(Parsed parsed) {
+  SafetensorsHeader header;
+  header.metadata = std::move(parsed.metadata);
+  for (Info& info : parsed.infos)
+    header.tensors.push_back({std::move(info.name), std::string(info.type->code),
+                              std::move(info.shape), info.begin, info.end});
+  return header;
+}
+
+// Reads `n` bytes at `offset` of the file open as `fd`, or fewer at its end.
+std::string read_at(int fd, const std::string& path, uint64_t offset, uint64_t n) {
+  std::string out(n, '\0');
+  uint64_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail("load_safetensors_header: cannot read \"", path, "\": ", std::strerror(errno));
+    if (r == 0) break;
+    got += static_cast<uint64_t>(r);
+  }
+  out.resize(got);
+  return out;
 }
 
 // F16 or BF16 data as a float32 tensor.
@@ -407,13 +444,7 @@ Tensor widened(const Info& info, std::string_view data) {
 }  // namespace
 
 SafetensorsHeader read_safetensors_header(std::string_view bytes) {
-  Parsed parsed = parse(bytes);
-  SafetensorsHeader header;
-  header.metadata = std::move(parsed.metadata);
-  for (Info& info : parsed.infos)
-    header.tensors.push_back({std::move(info.name), std::string(info.type->code),
-                              std::move(info.shape), info.begin, info.end});
-  return header;
+  return header_of(parse(bytes));
 }
 
 SafetensorsFile decode_safetensors(std::string_view bytes, HalfPrecision half) {
@@ -460,9 +491,37 @@ SafetensorsFile load_safetensors(const std::string& path, uint64_t max_bytes, Ha
 }
 
 SafetensorsHeader load_safetensors_header(const std::string& path, uint64_t max_bytes) {
-  const std::string bytes = read_file(path, max_bytes);
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) fail("load_safetensors_header: cannot open \"", path, "\": ", std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    fail("load_safetensors_header: cannot stat \"", path, "\": ", std::strerror(errno));
   try {
-    return read_safetensors_header(bytes);
+    if (!S_ISREG(info.st_mode)) {
+      // A pipe or device has no length to check the offsets against: read it all (up to max_bytes).
+      return read_safetensors_header(read_file(path, max_bytes));
+    }
+    // A regular file: only its length field and header are read, whatever its size; the
+    // offsets are checked against the file's length.
+    const uint64_t file_bytes = static_cast<uint64_t>(info.st_size);
+    std::string head = read_at(fd, path, 0, kLengthBytes);
+    if (head.size() < kLengthBytes) return header_of(parse_header(head, head.size()));
+    // A length parse_header refuses is refused before anything more is read.
+    const uint64_t header_bytes = read_u64_le(head);
+    if (header_bytes > 0 && header_bytes <= kMaxSafetensorsHeaderBytes &&
+        header_bytes <= file_bytes - kLengthBytes) {
+      head += read_at(fd, path, kLengthBytes, header_bytes);
+      if (head.size() != kLengthBytes + header_bytes)
+        reject("the file shrank while its header was read");
+    }
+    return header_of(parse_header(head, file_bytes));
   } catch (const SafetensorsError& e) {
     throw SafetensorsError("\"" + path + "\": " + e.problem());
   }

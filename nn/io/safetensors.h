@@ -109,7 +109,10 @@ SafetensorsFile load_safetensors(const std::string& path,
                                  uint64_t max_bytes = kMaxSafetensorsFileBytes,
                                  HalfPrecision half = HalfPrecision::kRefuse);
 
-// read_file, then read_safetensors_header.
+// The header of the file at `path`, checked as read_safetensors_header does. Of a regular file
+// only the length field and the header are read (a 3 GiB checkpoint costs its header's bytes),
+// and the tensors' offsets are checked against the file's length; anything else (a pipe) is read
+// whole, up to max_bytes.
 SafetensorsHeader load_safetensors_header(const std::string& path,
                                           uint64_t max_bytes = kMaxSafetensorsFileBytes);
 

@@ -221,5 +221,38 @@ TEST_F(InspectCheckpointTest, ListsEveryDtypeOfTheFormat) {
   EXPECT_NE(r.out.find("tensors: 20   parameters: 43   bytes: 99"), std::string::npos) << r.out;
 }
 
+using InspectHeaderTest = testing::ProgramTest;
+
+// A safetensors file of one F32 tensor of `bytes` bytes: its header, then the
+// data left as a hole (a sparse file: no disk and no time to write).
+std::string sparse_checkpoint(const std::string& file, uint64_t bytes, uint64_t length) {
+  const std::string json = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(bytes / 4) +
+                           "],\"data_offsets\":[0," + std::to_string(bytes) + "]}}";
+  std::string head(8, '\0');
+  for (int i = 0; i < 8; ++i) head[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  std::ofstream(file, std::ios::binary) << head << json;
+  fs::resize_file(file, 8 + json.size() + length);
+  return file;
+}
+
+// A valid 1.5 GiB file was read whole to print its header (3 GiB peaked at
+// 3.1 GB resident); now only the header is read, and the tensor's size is
+// checked against the file's length: one byte short is refused. (256 MiB
+// leaves room for AddressSanitizer's shadow memory, about 110 MiB here.)
+TEST_F(InspectHeaderTest, ReadsOnlyTheHeaderAndChecksSizesAgainstTheFilesLength) {
+  const uint64_t bytes = uint64_t{3} << 29;
+  const std::string whole = sparse_checkpoint(path("big.safetensors"), bytes, bytes);
+  Result r = run(testing::program_path("inspect_checkpoint"), {whole});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("402,653,184"), std::string::npos) << r.out;  // elements of w
+  EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak resident KiB";
+
+  const std::string short_file = sparse_checkpoint(path("short.safetensors"), bytes, bytes - 1);
+  r = run(testing::program_path("inspect_checkpoint"), {short_file});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak resident KiB";
+}
+
 }  // namespace
 }  // namespace gradflow

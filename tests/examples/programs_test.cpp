@@ -115,7 +115,10 @@ TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
     args.insert(args.end(), kTiny.begin(), kTiny.end());
     Result r = run(program.path, args, tiny_extra(program.name));
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+    EXPECT_NE(
+        r.out.find("wrote \"" + out + "\"/{log.csv,checkpoint.safetensors,model.safetensors}"),
+        std::string::npos)
+        << r.out;
     for (const char* file : {"log.csv", "model.safetensors", "checkpoint.safetensors"})
       EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
     std::string log = read(out + "/log.csv");
@@ -246,7 +249,7 @@ TEST_F(ProgramsTest, CtrlCSavesACheckpointThatResumes) {
   Result r = wait(pid);
   EXPECT_EQ(r.code, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--resume " + out), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume \"" + out + "\""), std::string::npos) << r.err;
   const size_t rows = lines(read(out + "/log.csv")) - 1;
   Result more = run(kSeq2seq, {"--resume", out, "--steps", std::to_string(rows + 2)});
   EXPECT_EQ(more.code, 0) << more.err;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <sstream>
@@ -40,7 +41,7 @@ TEST_F(RunFolderTest, TheLockNamesItsHolderAndGoesWithIt) {
       cli::RunLock second(dir);
       FAIL() << "no throw";
     } catch (const cli::UsageError& e) {
-      EXPECT_EQ(std::string(e.what()), "--out " + dir + " is in use by another run (pid " +
+      EXPECT_EQ(std::string(e.what()), "--out \"" + dir + "\" is in use by another run (pid " +
                                            std::to_string(::getpid()) +
                                            "): wait for it to end or choose another --out");
     }
@@ -84,10 +85,10 @@ TEST_F(RunFolderTest, ARunIsNotOverwrittenWithoutOverwrite) {
   Result r = run(kSeq2seq, tiny({"--steps", "2", "--seed", "1", "--out", out}));
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(lines(r.err), 1u) << r.err;
-  EXPECT_NE(r.err.find("--out " + out +
-                       " already holds a run (log.csv): continue it with "
-                       "--resume " +
-                       out + ", or replace it with --overwrite"),
+  EXPECT_NE(r.err.find("--out \"" + out +
+                       "\" already holds a run (log.csv): continue it with "
+                       "--resume \"" +
+                       out + "\", or replace it with --overwrite"),
             std::string::npos)
       << r.err;
   EXPECT_TRUE(read(out + "/checkpoint.safetensors") == checkpoint);
@@ -122,7 +123,7 @@ TEST_F(RunFolderTest, AResumeRefusesAnotherRunsLog) {
   fs::remove(a + "/log.csv");
   r = run(kSeq2seq, {"--resume", a, "--steps", "8", "--threads", "2"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning: " + a + "/log.csv is missing: a new log starts at step 7"),
+  EXPECT_NE(r.err.find("warning: \"" + a + "/log.csv\" is missing: a new log starts at step 7"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("warning: --threads 2 differs from the checkpoint's 1"), std::string::npos)
@@ -147,17 +148,43 @@ TEST_F(RunFolderTest, TemporaryFilesOfKilledSavesAreRemoved) {
     ::kill(pid, SIGKILL);
     wait(pid);
   }
-  for (const char* name : {"checkpoint.safetensors.tmp.99999.0", "model.safetensors.tmp.3.14",
-                           "log.csv.tmp.12.0", "checkpoint.safetensors.tmp.mine"})
+  for (const char* name : {"checkpoint.safetensors.gradflow-tmp.99999.0",
+                           "model.safetensors.gradflow-tmp.3.14", "log.csv.gradflow-tmp.12.0",
+                           "checkpoint.safetensors.gradflow-tmp.mine", "log.csv.tmp.2024.01"})
     std::ofstream(out + "/" + name) << "partial";
   Result r = run(kCharlm, {"--resume", out, "--steps", "1"}, {"--sample-tokens", "0"});
   EXPECT_NE(r.err.find("temporary file"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("that an interrupted save left in " + out), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("that an interrupted save left in \"" + out + "\""), std::string::npos)
+      << r.err;
   std::vector<std::string> left;
   for (const auto& entry : fs::directory_iterator(out))
-    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+    if (entry.path().filename().string().find("tmp") != std::string::npos)
       left.push_back(entry.path().filename().string());
-  EXPECT_EQ(left, std::vector<std::string>{"checkpoint.safetensors.tmp.mine"});
+  std::sort(left.begin(), left.end());
+  // A user's file that only looks like a temporary stays.
+  EXPECT_EQ(left, (std::vector<std::string>{"checkpoint.safetensors.gradflow-tmp.mine",
+                                            "log.csv.tmp.2024.01"}));
+}
+
+// `ln -s ../victim r/run.lock` made a run write its pid into victim
+// (CWE-59); a hard link did the same. Both are refused in one line and the
+// file they lead to is left as it was.
+TEST_F(RunFolderTest, TheLockFileRefusesASymlinkOrAHardLink) {
+  std::ofstream(path("victim")) << "precious\n";
+  for (const bool hard : {false, true}) {
+    SCOPED_TRACE(hard ? "hard link" : "symlink");
+    const std::string out = path(hard ? "hard" : "soft");
+    fs::create_directories(out);
+    if (hard)
+      fs::create_hard_link(path("victim"), out + "/run.lock");
+    else
+      fs::create_symlink("../victim", out + "/run.lock");
+    expect_usage_error(kSeq2seq, tiny({"--steps", "1", "--out", out}));
+    EXPECT_NE(run(kSeq2seq, tiny({"--steps", "1", "--out", out})).err.find("run.lock"),
+              std::string::npos);
+    EXPECT_EQ(read(path("victim")), "precious\n");
+    EXPECT_FALSE(fs::exists(out + "/log.csv"));
+  }
 }
 
 }  // namespace

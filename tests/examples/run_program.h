@@ -85,6 +85,14 @@ inline std::vector<std::string> tiny_extra(const std::string& program) {
   return f.data;
 }
 
+// How spawn sets up the standard streams: by default stdout and stderr go
+// to the files "stdout" and "stderr" of the test's directory.
+struct Streams {
+  std::vector<int> closed = {};  // descriptors the program starts without (`>&-`)
+  std::string stdout_path = "";  // instead of the file "stdout" (e.g. /dev/full)
+  std::string cwd = "";          // the program's working directory, if not this one's
+};
+
 // A fresh directory per test, removed afterwards; a program's stdout and
 // stderr go to files in it.
 class ProgramTest : public ::testing::Test {
@@ -108,7 +116,8 @@ class ProgramTest : public ::testing::Test {
   };
 
   // Starts the program with stdout and stderr going to files; returns its pid.
-  pid_t spawn(const std::string& program, const std::vector<std::string>& args) {
+  pid_t spawn(const std::string& program, const std::vector<std::string>& args,
+              const Streams& streams = {}) {
     std::vector<std::string> all = {program};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -116,10 +125,12 @@ class ProgramTest : public ::testing::Test {
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const std::string out = streams.stdout_path.empty() ? path("stdout") : streams.stdout_path;
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int fd : streams.closed) posix_spawn_file_actions_addclose(&actions, fd);
+    if (!streams.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, streams.cwd.c_str());
     // The stop signals start at their default action, whatever this process
     // inherited (a shell's background job ignores SIGINT, nohup SIGHUP).
     posix_spawnattr_t attributes;

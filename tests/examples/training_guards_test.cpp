@@ -142,8 +142,8 @@ TEST(TrainingGuards, AResumeTakesOnlyItsOwnLog) {
   o.err = &again.err;
   o.threads = 2;
   EXPECT_EQ(again.train(o).outcome, Outcome::kFinished);
-  EXPECT_NE(again.err.str().find("warning: " + a.str("log.csv") +
-                                 " is missing: a new log starts at step 5"),
+  EXPECT_NE(again.err.str().find("warning: \"" + a.str("log.csv") +
+                                 "\" is missing: a new log starts at step 5"),
             std::string::npos)
       << again.err.str();
   EXPECT_NE(again.err.str().find("warning: --threads 2 differs from the checkpoint's 1"),

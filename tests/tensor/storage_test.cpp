@@ -79,7 +79,7 @@ TEST(Storage, ATensorBeyondMemoryNamesItsBytesAndShape) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "out of memory: a float32 tensor of shape (1099511627776, 1048576) needs "
-                 "4611686018427387904 bytes (4294967296.00 GiB), more than the system would give");
+                 "4611686018427387904 bytes (4.0 EiB), more than the system would give");
   }
 }
 

@@ -86,7 +86,7 @@ TEST_F(AtomicFileTest, RelativePathUsesTheCurrentDirectory) {
 TEST_F(AtomicFileTest, MissingDirectoryThrowsNamingTheTemporaryFile) {
   const std::string target = path("no/such/dir/f");
   const std::string message = error_of([&] { write_file_atomic(target, "x"); });
-  EXPECT_EQ(message.rfind("write_file_atomic: cannot create \"" + target + ".tmp.", 0), 0u)
+  EXPECT_EQ(message.rfind("write_file_atomic: cannot create \"" + target + ".gradflow-tmp.", 0), 0u)
       << message;
   EXPECT_NE(message.find("No such file or directory"), std::string::npos) << message;
   EXPECT_TRUE(entries().empty());
@@ -146,7 +146,9 @@ TEST_F(AtomicFileTest, FailedWriteLeavesOldFileIntact) {
 
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), kThrewError);
-    EXPECT_EQ(message.rfind("write_file_atomic: cannot write \"" + path("model") + ".tmp.", 0), 0u)
+    EXPECT_EQ(
+        message.rfind("write_file_atomic: cannot write \"" + path("model") + ".gradflow-tmp.", 0),
+        0u)
         << message;
     EXPECT_NE(message.find("File too large"), std::string::npos) << message;
     EXPECT_EQ(read_file(path("model"), 1 << 20), old_content);
@@ -188,22 +190,34 @@ TEST_F(AtomicFileTest, ReadFileErrorsNameThePath) {
             "read_file: \"" + path("ten") + "\" has 10 bytes, more than the limit of 9");
 }
 
-// What killed writers leave, "<path>.tmp.<pid>.<counter>", goes; nothing else
-// does, not even a name that only looks alike.
+// What killed writers leave, "<path>.gradflow-tmp.<pid>.<counter>", goes;
+// nothing else does, not even a name that only looks alike: a user's
+// "model.safetensors.tmp.2024.01" (which the older ".tmp." names matched), a
+// leading zero create_temp never writes, or a symlink by our name (the file
+// it points to stays, and so does the link).
 TEST_F(AtomicFileTest, StaleTemporaryFilesAreRemoved) {
   write_file_atomic(path("model.safetensors"), "the real file");
-  for (const char* name : {"model.safetensors.tmp.4242.0", "model.safetensors.tmp.1.17"})
+  for (const char* name :
+       {"model.safetensors.gradflow-tmp.4242.0", "model.safetensors.gradflow-tmp.1.17"})
     write_file_atomic(path(name), pattern_bytes(1000));
-  for (const char* name : {"model.safetensors.tmp.notours", "model.safetensors.tmp.12.",
-                           "other.safetensors.tmp.4242.0", "model.safetensors.tmp.1.2.3"})
+  for (const char* name :
+       {"model.safetensors.gradflow-tmp.notours", "model.safetensors.gradflow-tmp.12.",
+        "other.safetensors.gradflow-tmp.4242.0", "model.safetensors.gradflow-tmp.1.2.3",
+        "model.safetensors.gradflow-tmp.07.1", "model.safetensors.tmp.2024.01",
+        "model.safetensors.tmp.12.0"})
     write_file_atomic(path(name), "keep");
+  std::filesystem::create_symlink(path("other.safetensors.gradflow-tmp.4242.0"),
+                                  path("model.safetensors.gradflow-tmp.5.5"));
   const RemovedFiles removed = remove_stale_temp_files(path("model.safetensors"));
   EXPECT_EQ(removed.count, 2u);
   EXPECT_EQ(removed.bytes, 2000u);
   EXPECT_EQ(entries(),
-            (std::vector<std::string>{"model.safetensors", "model.safetensors.tmp.1.2.3",
-                                      "model.safetensors.tmp.12.", "model.safetensors.tmp.notours",
-                                      "other.safetensors.tmp.4242.0"}));
+            (std::vector<std::string>{
+                "model.safetensors", "model.safetensors.gradflow-tmp.07.1",
+                "model.safetensors.gradflow-tmp.1.2.3", "model.safetensors.gradflow-tmp.12.",
+                "model.safetensors.gradflow-tmp.5.5", "model.safetensors.gradflow-tmp.notours",
+                "model.safetensors.tmp.12.0", "model.safetensors.tmp.2024.01",
+                "other.safetensors.gradflow-tmp.4242.0"}));
   EXPECT_EQ(read_file(path("model.safetensors"), 100), "the real file");
   EXPECT_EQ(remove_stale_temp_files(path("model.safetensors")).count, 0u);
   EXPECT_NE(error_of([&] { remove_stale_temp_files(path("missing/model.safetensors")); }), "");

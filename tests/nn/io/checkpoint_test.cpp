@@ -93,6 +93,14 @@ TEST_F(CheckpointTest, StepsOutOfRangeAreRefused) {
       if (k == "step") v = std::to_string((int64_t{1} << 53) + 1);
   });
   EXPECT_NE(e.find("bad step '9007199254740993'"), std::string::npos) << e;
+  // Only the digits save_checkpoint writes: strtoll took these.
+  for (const std::string bad : {" 3", "+3", "3 ", "-0", "0x3"}) {
+    e = load_after([&](SafetensorsFile& f) {
+      for (auto& [k, v] : f.metadata)
+        if (k == "step") v = bad;
+    });
+    EXPECT_NE(e.find("bad step '" + bad + "'"), std::string::npos) << e;
+  }
 }
 
 TEST_F(CheckpointTest, AnAllZeroGeneratorStateIsRefused) {
