@@ -172,6 +172,13 @@ std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& lr_runs);
 Section train_section(const TrainOptions& options, const TrainResult& result,
                       const std::vector<FinalRow>& lr_runs);
+// The (task, d_k) settings of a run of the part, in the order they came; and
+// one panel of a figure of the layer where the task looks its answer up
+// (key_layer) over training, per mode (log y), those not in `modes` empty.
+std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& result);
+plot::Figure key_layer_panel(const TrainResult& result, const std::string& task, int64_t d_k,
+                             const std::string& title, const std::string& y,
+                             double LayerRow::*field, const std::vector<std::string>& modes);
 // train_update.cpp: the update beside the gradient for the layer where each
 // task looks its answer up, and none - 1/sqrt(d_k) split into none - control
 // and control - 1/sqrt(d_k); its table ("" without those arms) and figure.

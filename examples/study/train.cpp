@@ -286,15 +286,6 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   return out;
 }
 
-std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
-  std::vector<std::pair<std::string, int64_t>> out;
-  for (const FinalRow& f : b.finals) {
-    std::pair<std::string, int64_t> key{f.run.task, f.run.d_k};
-    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
-  }
-  return out;
-}
-
 std::vector<std::string> modes_of(const TrainResult& b) {
   std::vector<std::string> out;
   for (const std::string& m : study_modes())
@@ -342,17 +333,10 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
        "mean over seeds with its 95% interval shaded."});
   auto layer_panels = [&](const std::string& y, double LayerRow::*field) {
     std::vector<plot::Figure> panels;
-    for (const auto& [task, d_k] : settings) {
-      plot::Figure f = figure(task + " " + key_layer(task) + ", d_k = " + std::to_string(d_k),
-                              "step", false, y, true);
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = mode_series(mode);
-        if (std::find(modes.begin(), modes.end(), mode) != modes.end())
-          layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
-        f.series.push_back(s);
-      }
-      panels.push_back(f);
-    }
+    for (const auto& [task, d_k] : settings)
+      panels.push_back(key_layer_panel(
+          b, task, d_k, task + " " + key_layer(task) + ", d_k = " + std::to_string(d_k), y, field,
+          modes));
     return panels;
   };
   out.push_back(
@@ -401,6 +385,28 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const FinalRow& f : b.finals) {
+    std::pair<std::string, int64_t> key{f.run.task, f.run.d_k};
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
+}
+
+plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int64_t d_k,
+                             const std::string& title, const std::string& y,
+                             double LayerRow::*field, const std::vector<std::string>& modes) {
+  plot::Figure f = figure(title, "step", false, y, true);
+  for (const std::string& mode : study_modes()) {
+    plot::Series s = mode_series(mode);
+    if (std::find(modes.begin(), modes.end(), mode) != modes.end())
+      layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
+    f.series.push_back(s);
+  }
+  return f;
+}
 
 Section train_section(const TrainOptions& options, const TrainResult& result,
                       const std::vector<FinalRow>& lr_runs) {

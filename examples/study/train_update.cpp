@@ -61,11 +61,7 @@ std::string ratio_text(const TrainResult& b, const std::string& task, int64_t d_
 }  // namespace
 
 std::string update_table(const TrainResult& b) {
-  std::vector<std::pair<std::string, int64_t>> settings;
-  for (const FinalRow& f : b.finals)
-    if (std::find(settings.begin(), settings.end(), std::pair{f.run.task, f.run.d_k}) ==
-        settings.end())
-      settings.emplace_back(f.run.task, f.run.d_k);
+  const auto settings = settings_of(b);
   std::ostringstream md;
   md << "### The gradient and the update\n\n"
      << "For the layer where each task looks its answer up (reverse: cross-attention; recall: "
@@ -95,27 +91,15 @@ std::string update_table(const TrainResult& b) {
 }
 
 PlotFile update_figure(const TrainResult& b, const std::vector<std::string>& modes) {
-  std::vector<std::pair<std::string, int64_t>> settings;
-  for (const FinalRow& f : b.finals)
-    if (std::find(settings.begin(), settings.end(), std::pair{f.run.task, f.run.d_k}) ==
-        settings.end())
-      settings.emplace_back(f.run.task, f.run.d_k);
   const std::vector<std::pair<std::string, double LayerRow::*>> columns = {
       {"||dL/dW_Q||", &LayerRow::grad_norm_wq},
       {"||delta W_Q|| / ||W_Q||", &LayerRow::update_wq},
       {"mean |delta logit|", &LayerRow::logit_change}};
   std::vector<plot::Figure> panels;
-  for (const auto& [task, d_k] : settings)
-    for (const auto& [label, field] : columns) {
-      plot::Figure f = figure(task + ", d_k = " + std::to_string(d_k), "step", false, label, true);
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = mode_series(mode);
-        if (std::find(modes.begin(), modes.end(), mode) != modes.end())
-          layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
-        f.series.push_back(s);
-      }
-      panels.push_back(f);
-    }
+  for (const auto& [task, d_k] : settings_of(b))
+    for (const auto& [label, field] : columns)
+      panels.push_back(key_layer_panel(b, task, d_k, task + ", d_k = " + std::to_string(d_k), label,
+                                       field, modes));
   return {"gradient_and_update.svg", plot::render_svg_grid(panels, 3, {.legend_once = true}),
           "The gradient and the update, per mode, for the layer where each task looks its answer "
           "up, against training step (log y; mean over seeds with its 95% interval), one row per "

@@ -17,15 +17,6 @@ namespace fs = std::filesystem;
 
 using PromisedOutputsTest = ProgramTest;
 
-std::vector<std::string> tiny_args(const std::string& program, const std::string& out,
-                                   const std::string& steps) {
-  std::vector<std::string> args = kTiny;
-  const std::vector<std::string> extra = tiny_extra(program);
-  args.insert(args.end(), extra.begin(), extra.end());
-  args.insert(args.end(), {"--steps", steps, "--eval-every", "0", "--out", out});
-  return args;
-}
-
 std::vector<std::string> run_files_in(const std::string& dir) {
   std::vector<std::string> names;
   for (const char* f : {"log.csv", "checkpoint.safetensors", "model.safetensors"})
@@ -40,7 +31,8 @@ TEST_F(PromisedOutputsTest, AFinalStateThatCannotBeSavedIsExitOneAndNamesOnlyThe
   for (const ListedProgram& p : programs_of_kind("training")) {
     SCOPED_TRACE(p.name);
     const std::string out = path(p.name);
-    Result r = run(p.path, tiny_args(p.name, out, "1"), {"--lr", "1", "--weight-decay", "3e38"});
+    Result r =
+        run(p.path, tiny_run_args(p.name, out, "1"), {"--lr", "1", "--weight-decay", "3e38"});
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("not saved"), std::string::npos) << r.err;
@@ -48,7 +40,7 @@ TEST_F(PromisedOutputsTest, AFinalStateThatCannotBeSavedIsExitOneAndNamesOnlyThe
     EXPECT_EQ(run_files_in(out), std::vector<std::string>{"log.csv"});
 
     // No checkpoint: nothing to resume, so --overwrite is the one way on.
-    Result again = run(p.path, tiny_args(p.name, out, "1"));
+    Result again = run(p.path, tiny_run_args(p.name, out, "1"));
     EXPECT_EQ(again.code, 2) << again.err;
     EXPECT_EQ(again.err.find("--resume"), std::string::npos) << again.err;
     EXPECT_NE(again.err.find("no checkpoint"), std::string::npos) << again.err;
@@ -63,7 +55,7 @@ TEST_F(PromisedOutputsTest, AResumeWithNothingToTrainStillWritesWhatItPromises) 
   for (const ListedProgram& p : programs_of_kind("training")) {
     SCOPED_TRACE(p.name);
     const std::string a = path(p.name + "_a"), b = path(p.name + "_b");
-    ASSERT_EQ(run(p.path, tiny_args(p.name, a, "2")).code, 0);
+    ASSERT_EQ(run(p.path, tiny_run_args(p.name, a, "2")).code, 0);
     Result copy = run(p.path, {"--resume", a, "--out", b}, tiny_flags(p.name).session);
     ASSERT_EQ(copy.code, 0) << copy.err;
     EXPECT_NE(copy.err.find("nothing to do"), std::string::npos) << copy.err;

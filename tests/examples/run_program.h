@@ -85,6 +85,16 @@ inline std::vector<std::string> tiny_extra(const std::string& program) {
   return f.data;
 }
 
+// A tiny run of `program` into `out` for `steps` steps, without evaluations.
+inline std::vector<std::string> tiny_run_args(const std::string& program, const std::string& out,
+                                              const std::string& steps) {
+  std::vector<std::string> args = kTiny;
+  const std::vector<std::string> extra = tiny_extra(program);
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--steps", steps, "--eval-every", "0", "--out", out});
+  return args;
+}
+
 // How spawn sets up the standard streams: by default stdout and stderr go
 // to the files "stdout" and "stderr" of the test's directory.
 struct Streams {

@@ -19,15 +19,6 @@ namespace fs = std::filesystem;
 
 using StandardStreamsTest = ProgramTest;
 
-std::vector<std::string> tiny_run(const std::string& program, const std::string& out,
-                                  const std::string& steps) {
-  std::vector<std::string> args = kTiny;
-  const std::vector<std::string> extra = tiny_extra(program);
-  args.insert(args.end(), extra.begin(), extra.end());
-  args.insert(args.end(), {"--steps", steps, "--eval-every", "0", "--out", out});
-  return args;
-}
-
 // A log row starts with its step; the header with "step,".
 void expect_only_csv(const std::string& log) {
   std::istringstream in(log);
@@ -46,7 +37,7 @@ TEST_F(StandardStreamsTest, EveryTrainingProgramStartedWithClosedStreamsKeepsIts
     for (const std::vector<int>& closed : {std::vector<int>{1, 2}, std::vector<int>{0, 1, 2}}) {
       SCOPED_TRACE(p.name + " with " + std::to_string(closed.size()) + " streams closed");
       const std::string out = path(p.name + std::to_string(closed.size()));
-      Result r = wait(spawn(p.path, tiny_run(p.name, out, "2"), {.closed = closed}));
+      Result r = wait(spawn(p.path, tiny_run_args(p.name, out, "2"), {.closed = closed}));
       ASSERT_EQ(r.code, 0);
       expect_only_csv(read(out + "/log.csv"));
       const std::string lock = read(out + "/run.lock");
@@ -76,7 +67,7 @@ TEST_F(StandardStreamsTest, EveryProgramReportsAWriteErrorOnStandardOutput) {
 // says the report was lost with exit code 1.
 TEST_F(StandardStreamsTest, ATrainingRunOnAFullStandardOutputSavesAndExitsOne) {
   Result r =
-      wait(spawn(kCharlm, tiny_run("charlm", path("run"), "2"), {.stdout_path = "/dev/full"}));
+      wait(spawn(kCharlm, tiny_run_args("charlm", path("run"), "2"), {.stdout_path = "/dev/full"}));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("charlm: error: write error on standard output"), std::string::npos)
       << r.err;
