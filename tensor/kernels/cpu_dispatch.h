@@ -21,16 +21,38 @@
 // simply called, compiled for the compiler's flags.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+
 namespace gradflow {
 
 #if defined(GRADFLOW_CPU_DISPATCH) && GRADFLOW_CPU_DISPATCH
 
+inline constexpr bool kCpuDispatch = true;
+
+namespace detail {
 // 4: x86-64-v4 (AVX-512), 3: x86-64-v3 (AVX2, FMA), 1: baseline. Read once.
-inline int cpu_level() {
+inline int detected_cpu_level() {
   static const int level = __builtin_cpu_supports("x86-64-v4")   ? 4
                            : __builtin_cpu_supports("x86-64-v3") ? 3
                                                                  : 1;
   return level;
+}
+inline std::atomic<int> cpu_level_cap{4};
+}  // namespace detail
+
+// The level the kernels run at: the CPU's, or lower under set_cpu_level_cap.
+inline int cpu_level() {
+  return std::min(detail::detected_cpu_level(),
+                  detail::cpu_level_cap.load(std::memory_order_relaxed));
+}
+
+// Runs every kernel as a CPU of at most `level` (4, 3 or 1) would, so one
+// machine can test (tests/tensor/kernels/cpu_dispatch_test.cpp) and time the
+// code an older CPU runs. Returns the previous cap. Set it between kernels,
+// not while one runs.
+inline int set_cpu_level_cap(int level) {
+  return detail::cpu_level_cap.exchange(level, std::memory_order_relaxed);
 }
 
 namespace detail {
@@ -65,6 +87,10 @@ void run_for_this_cpu(const F& body) {
 inline bool cpu_has_avx512() { return cpu_level() == 4; }
 
 #else
+
+inline constexpr bool kCpuDispatch = false;  // the compiler's flags decide, as they say
+inline int cpu_level() { return 0; }
+inline int set_cpu_level_cap(int) { return 0; }
 
 template <class F>
 void run_for_this_cpu(const F& body) {
