@@ -4,6 +4,7 @@
 // run the same loop through examples/common/training.cpp, which adds
 // checkpoints, logs, evaluation and parallel parts of a batch.
 #include <cstdio>
+#include <cstring>
 
 #include "autograd/ops.h"
 #include "nn/data/toy_tasks.h"
@@ -26,7 +27,20 @@ double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& 
   return static_cast<double>(right) / static_cast<double>(total);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  // No flags, so nothing is hidden: --help says what it does, anything else is refused.
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf(
+        "usage: minimal_train [--help]\n\nTrain a small encoder-decoder to reverse digit "
+        "sequences: the whole training loop in one screen. It takes no flags.\n");
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr,
+                 "minimal_train: error: unknown argument '%s' (it takes none; see --help)\n",
+                 argv[1]);
+    return 2;
+  }
   // The data: "3 1 4 -> 4 1 3", sequences of 1 to 6 digits.
   const nn::ToyTaskConfig task{.task = "reverse", .n_symbols = 10, .min_len = 1, .max_len = 6};
   Generator gen(0);

@@ -110,8 +110,8 @@ int run(int argc, char** argv) {
       "key-value pairs, then asks for the values of some of its keys (k3 v7 k12 v1 ... | k12 v1 "
       "...); only the answers are scored. It needs an induction circuit, which forms suddenly: "
       "accuracy sits near chance, then jumps. With no arguments it reaches 100% held-out "
-      "accuracy for seeds 0, 1 and 2 (the jump comes near step 300 of 1000) in about 20 s on "
-      "one thread. Output goes to runs/recall unless --out is given.");
+      "accuracy for seeds 0, 1 and 2 (the jump comes near step 300 of 1000). Output goes to "
+      "runs/recall unless --out is given.");
   RunFlags run_flags(args);
   CommonFlags flags{.steps = 1000,
                     .batch = 64,

@@ -70,7 +70,7 @@ void print_decodes(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& tas
 }
 
 // Each task's --steps when none is given: enough to reach 99% held-out token
-// accuracy with room to spare at seeds 0 to 5 (the README's seq2seq
+// accuracy with room to spare at seeds 0 to 5 (docs/programs.md's seq2seq
 // section has the measurements). The other defaults serve every task.
 struct TaskSteps {
   const char* task;

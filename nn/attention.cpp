@@ -15,6 +15,11 @@
 
 namespace gradflow::nn {
 
+ScaleMode::ScaleMode(const char* name) {
+  if (name == nullptr) fail("scale mode: a null name (expected e.g. \"inv_sqrt_dk\" or \"none\")");
+  *this = parse(name);
+}
+
 ScaleMode ScaleMode::parse(const std::string& name) {
   if (name == "inv_sqrt_dk") return {InvSqrtDk};
   if (name == "none") return {None};

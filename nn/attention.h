@@ -39,6 +39,15 @@ struct ScaleMode {
   Kind kind = InvSqrtDk;
   double constant = 0;  // for Constant
 
+  ScaleMode() = default;
+  ScaleMode(Kind k, double c = 0) : kind(k), constant(c) {}  // `scale = ScaleMode::None`
+  // From its name, as the --scale flag takes it: `config.scale = "none"`.
+  // Implicit on purpose, so a name goes wherever a ScaleMode does; parse()
+  // decides, and an unknown name (or a null pointer) throws Error here, at
+  // the assignment, not at the first forward.
+  ScaleMode(const std::string& name) : ScaleMode(parse(name)) {}
+  ScaleMode(const char* name);
+
   static ScaleMode parse(const std::string& name);  // throws on an unknown name
   std::string name() const;
   // The fixed factor on q.k for d_k; for Learned, the starting value; for

@@ -1,6 +1,7 @@
 // Making tensors: constants, ranges, copies of host data and random fills.
 #pragma once
 
+#include <concepts>
 #include <vector>
 
 #include "tensor/random.h"
@@ -24,6 +25,17 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape,
                    DType dtype = DType::Float32);
 Tensor from_vector(const std::vector<double>& values, DType dtype = DType::Float32);
 Tensor from_indices(const std::vector<int64_t>& values, const Shape& shape);  // Int64
+// Integers give an Int64 tensor (token ids, labels): from_vector(ids, {B, T}).
+// A template so that a braced list, from_vector({1, 2, 3}, ...), still means
+// the double overload above and is not ambiguous.
+template <std::same_as<std::vector<int64_t>> Ints>
+Tensor from_vector(const Ints& values, const Shape& shape) {
+  return from_indices(values, shape);
+}
+template <std::same_as<std::vector<int64_t>> Ints>
+Tensor from_vector(const Ints& values) {
+  return from_indices(values, {static_cast<int64_t>(values.size())});
+}
 
 // Uniform in [low, high), standard normal times std plus mean, integers in [low, high).
 Tensor rand(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32,

@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tensor/kernels/cpu_dispatch.h"
+
 namespace gradflow {
 
 // Threads used by parallel_for, the caller included (default 1). Also tells
@@ -50,6 +52,17 @@ using ChunkFn = void (*)(const void* ctx, int64_t begin, int64_t end);
 void run_chunks(int64_t n, int64_t chunks, ChunkFn fn, const void* ctx);
 }  // namespace detail
 
+namespace detail {
+// Every parallel_for body runs through here, on the pool or on the calling
+// thread alike, compiled for each CPU with fn's loops inlined
+// (cpu_dispatch.h): every kernel written as a parallel_for vectorises for the
+// CPU it runs on without a -march of its own.
+template <class F>
+void run_chunk(const void* ctx, int64_t begin, int64_t end) {
+  run_for_this_cpu([&] { (*static_cast<const F*>(ctx))(begin, end); });
+}
+}  // namespace detail
+
 // How many chunks parallel_for cuts n items into.
 inline int64_t parallel_chunks(int64_t n, int64_t grain) {
   return std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, num_threads());
@@ -60,15 +73,10 @@ void parallel_for(int64_t n, int64_t grain, const F& fn) {
   if (n <= 0) return;
   const int64_t chunks = parallel_chunks(n, grain);
   if (chunks == 1) {
-    fn(int64_t{0}, n);
+    detail::run_chunk<F>(&fn, int64_t{0}, n);
     return;
   }
-  detail::run_chunks(
-      n, chunks,
-      [](const void* ctx, int64_t begin, int64_t end) {
-        (*static_cast<const F*>(ctx))(begin, end);
-      },
-      &fn);
+  detail::run_chunks(n, chunks, &detail::run_chunk<F>, &fn);
 }
 
 }  // namespace gradflow

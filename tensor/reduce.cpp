@@ -76,7 +76,7 @@ Tensor reduce_sum(const Tensor& a, const Shape& kept) {
     if (kept[i] > 1 && (split < 0 || kept[i] > kept[static_cast<size_t>(split)]))
       split = static_cast<int>(i);
   if (split < 0) {
-    accumulate_sum(a, total);
+    run_for_this_cpu([&] { accumulate_sum(a, total); });  // cpu_dispatch.h
   } else {
     // kept may have fewer axes than a (sum_to): they line up from the right.
     const int lead = static_cast<int>(a.ndim()) - static_cast<int>(kept.size());

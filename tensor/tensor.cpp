@@ -108,6 +108,16 @@ std::vector<double> Tensor::to_vector() const {
   return out;
 }
 
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  if (!defined()) fail("to_int64_vector: undefined tensor");
+  if (dtype_ != DType::Int64)
+    fail("to_int64_vector: expected an Int64 tensor, got ", dtype_name(dtype_),
+         " (to_vector() gives any dtype's values as doubles)");
+  Tensor c = contiguous();
+  const int64_t* p = c.data<int64_t>();
+  return std::vector<int64_t>(p, p + numel());
+}
+
 // ---- copies ----------------------------------------------------------------
 
 Tensor& Tensor::copy_(const Tensor& src) {

@@ -50,6 +50,9 @@ class Tensor {
   double at(std::initializer_list<int64_t> index) const;
   void set(std::initializer_list<int64_t> index, double value);
   std::vector<double> to_vector() const;  // row-major order
+  // An Int64 tensor's values, row-major and exact (token ids for
+  // CharDataset::decode, say); throws Error for any other dtype.
+  std::vector<int64_t> to_int64_vector() const;
 
   // Views: share storage, copy nothing.
   Tensor view(const Shape& shape) const;     // REQUIRES: a view is possible

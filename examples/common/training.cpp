@@ -172,7 +172,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     if (!threads.empty() && threads != std::to_string(options.threads))
       err << "warning: --threads " << options.threads << " differs from the checkpoint's "
           << threads << ": the run continues, but not bitwise as it would with " << threads
-          << " (see the README's Reliability section)\n";
+          << " (see docs/reliability.md)\n";
     carry_log(options.resume_dir, log_path, result.step, loaded.metadata, err);
   }
   std::vector<std::string> columns = {"step", "loss", "lr", "grad_norm", "skipped"};

@@ -13,10 +13,18 @@
 #include "autograd/reference.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
+#include "tensor/kernels/cpu_dispatch.h"
 
 namespace gradflow::nn {
 
 namespace {
+
+// visit_float compiled for each CPU (tensor/kernels/cpu_dispatch.h), the
+// body's loop inlined: Adam's update vectorises for the CPU it runs on.
+template <class Fn>
+void visit_float_for_this_cpu(DType t, std::string_view op, const Fn& fn) {
+  run_for_this_cpu([&] { visit_float(t, op, fn); });
+}
 
 // Throws unless v is finite and >= 0; `what` names the hyperparameter.
 void check_non_negative(std::string_view op, std::string_view what, double v) {
@@ -278,7 +286,7 @@ void Adam::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
   // Scalars in double, as PyTorch computes them in Python, then rounded to T.
   const double step_size = lr() / (1 - std::pow(beta1_, static_cast<double>(t)));
   const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, static_cast<double>(t)));
-  visit_float(p.dtype(), "Adam.step", [&](auto zero) {
+  visit_float_for_this_cpu(p.dtype(), "Adam.step", [&](auto zero) {
     using T = decltype(zero);
     const int64_t n = p.numel();
     T* pd = p.data<T>();

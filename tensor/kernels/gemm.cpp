@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/kernels/cpu_dispatch.h"
+
 namespace gradflow {
 
 GemmLayout gemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
@@ -143,12 +145,8 @@ void tiled_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, in
 // 6.4 against 1.9. Those go to OpenBLAS: study-reverse 0.93x the CPU time,
 // study-recall 0.88x.
 bool tiles_beat_blas(int64_t m, int64_t n, int64_t k) {
-#ifdef __AVX512F__
-  return n <= 128 && n % 32 == 0 && m >= 32 && k <= 1024 && m * k <= (int64_t{1} << 18);
-#else
-  (void)m, (void)n, (void)k;
-  return false;
-#endif
+  return cpu_has_avx512() && n <= 128 && n % 32 == 0 && m >= 32 && k <= 1024 &&
+         m * k <= (int64_t{1} << 18);
 }
 
 CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : CblasNoTrans; }
@@ -172,12 +170,15 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
   }
   if (small) {
     // 4 x 16 tiles: attention's 16-wide heads fill them.
-    tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, bias);
+    // Compiled for each CPU (cpu_dispatch.h): the tiles' vectors are zmm
+    // registers under AVX-512, ymm under AVX2.
+    run_for_this_cpu(
+        [&] { tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, bias); });
     return;
   }
   if (tiles_beat_blas(m, n, k)) {
     // 12 x 2 vectors: 24 accumulators of AVX-512's 32 registers.
-    tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias);
+    run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
     return;
   }
   // OpenBLAS runs on the calling thread: callers split work over gradflow's

@@ -121,7 +121,7 @@ double relative(const std::string& a, const std::string& b) {
 // or schedule restored wrongly shows in the lr column. (Not cosine, the
 // default: it stretches its decay over --steps, so 6 steps and then 6 more
 // with --steps raised to 12 follow another schedule than 12 steps do, by
-// design; the README says so.)
+// design; docs/reliability.md says so.)
 TEST_F(DeterminismTest, ResumeInANewProcessContinuesBitwise) {
   std::vector<std::pair<Program, std::string>> cases;
   for (const Program& p : tiny_programs()) cases.emplace_back(p, "1");

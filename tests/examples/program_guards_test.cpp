@@ -1,7 +1,7 @@
 // What the programs refuse or stop on before a result would be wrong:
 // floats that do not fit in float32, runs whose every step is skipped, and
 // input files too large or endless; and what they recover from: charlm's
-// default prompt on a text without it. Exit codes as the README lists them.
+// default prompt on a text without it. Exit codes as docs/programs.md lists them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

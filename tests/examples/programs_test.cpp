@@ -9,6 +9,8 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,11 +42,10 @@ TEST_F(ProgramsTest, TheListHoldsEveryProgramBuilt) {
     EXPECT_EQ(std::count(names.begin(), names.end(), name), 1) << name << " in kTinyFlags";
 }
 
-// Every program with a command line: --help answers on stdout with exit 0,
+// Every program, minimal_train included: --help answers on stdout with exit 0,
 // and an unknown flag is one line on stderr with exit 2.
 TEST_F(ProgramsTest, EveryProgramAnswersHelpAndRefusesAnUnknownFlag) {
   for (const ListedProgram& p : listed_programs()) {
-    if (p.kind == "standalone") continue;
     SCOPED_TRACE(p.name);
     Result r = run(p.path, {"--help"});
     EXPECT_EQ(r.code, 0) << r.err;
@@ -53,6 +54,35 @@ TEST_F(ProgramsTest, EveryProgramAnswersHelpAndRefusesAnUnknownFlag) {
     EXPECT_EQ(run(p.path, {"-h"}).out, r.out);
     expect_usage_error(p.path, {"--no-such-flag"});
   }
+}
+
+// What README.md and docs/programs.md say of the programs, on every program
+// of the generated list: each is in the README's table of programs; the
+// training programs and scaling_study take --seed and --threads; a program
+// whose usage names a FILE refuses, in one line with exit code 2, to run
+// without one.
+TEST_F(ProgramsTest, ProgramsDoWhatTheReadmeSays) {
+  std::ifstream file(std::string(GRADFLOW_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+  ASSERT_FALSE(readme.empty());
+  int reads_a_file = 0;
+  for (const ListedProgram& p : listed_programs()) {
+    SCOPED_TRACE(p.name);
+    EXPECT_NE(readme.find("| `" + p.name), std::string::npos) << "not in the README's table";
+    const Result help = run(p.path, {"--help"});
+    if (p.kind == "training" || p.name == "scaling_study") {
+      EXPECT_NE(help.out.find("--seed"), std::string::npos);
+      EXPECT_NE(help.out.find("--threads"), std::string::npos);
+    }
+    const std::string usage = help.out.substr(0, help.out.find('\n'));
+    if (usage.find("FILE") != std::string::npos) {
+      ++reads_a_file;
+      expect_usage_error(p.path, {});
+      EXPECT_NE(run(p.path, {}).err.find("FILE"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(reads_a_file, 1);  // inspect_checkpoint
 }
 
 TEST_F(ProgramsTest, HelpExitsZeroAndListsTheFlags) {

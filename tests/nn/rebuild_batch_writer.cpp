@@ -20,6 +20,7 @@
 // (PyTorch's softmax of a row of -inf is NaN where gradflow's is 0).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -159,8 +160,19 @@ void write_case(const fs::path& dir, const nn::ModelConfig& config, uint64_t see
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+  // A test fixture, not a program, but it answers like one: a flag is never
+  // taken for the folder it would fill.
+  const bool help =
+      argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
+  if (help) {
+    std::printf(
+        "usage: rebuild_batch_writer OUT_DIR\n\nTrain a small model of each kind and "
+        "variant and write it with a batch (the PyTorchRebuild tests' fixture).\n");
+    return 0;
+  }
+  if (argc != 2 || argv[1][0] == '-') {
+    std::fprintf(stderr,
+                 "rebuild_batch_writer: error: expected one argument, OUT_DIR (see --help)\n");
     return 2;
   }
   try {

@@ -1,5 +1,13 @@
 // The code of docs/tutorial_add_a_layer.md, compiled and run, so the
-// tutorial cannot drift from the library. Keep the two in step.
+// tutorial cannot drift from the library: every ```cpp block of the tutorial
+// is here byte for byte (Tutorial.SnippetsAreInTheTest, in
+// tests/CMakeLists.txt, checks it), in namespace tutorial.
+//
+// A reader who follows the tutorial moves its code into the library and its
+// tests beside the others, under the same names. Each step is then compiled
+// from the reader's file only: the step's blocks here are skipped once its
+// file exists (__has_include), so the two copies never meet (an ambiguous
+// call, a test defined twice).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,24 +27,44 @@
 namespace tutorial {
 using namespace gradflow;
 
-// ---- Step 1: an op with its backward -------------------------------------
+// ---- Steps 1 and 2: an op with its backward, and its tests -----------------
+#if !__has_include("autograd/softplus.cpp")
 // softplus(x) = log(1 + exp(x)); d/dx = sigmoid(x) = 1 / (1 + exp(-x)).
 Variable softplus(const Variable& x) {
   const Tensor xd = x.data();
-  // Forward: one elementwise kernel. log1p(exp(x)) overflows for large x,
-  // so use the stable form max(x, 0) + log1p(exp(-|x|)).
+  // Stable: log1p(exp(x)) overflows for large x, max(x, 0) + log1p(exp(-|x|)) does not.
   Tensor y = map_unary(xd, "softplus", [](auto v) {
     return std::max(v, decltype(v){0}) + std::log1p(std::exp(-std::abs(v)));
   });
-  // Backward: the output gradient times sigmoid(x), in one fused pass.
   return make_result(y, "softplus", {x}, [xd](const Tensor& g) {
     return std::vector<Tensor>{map_binary(g, xd, "softplus_backward",
                                           [](auto gv, auto v) { return gv / (1 + std::exp(-v)); })};
   });
 }
 
-// ---- Step 3: a layer built from it ---------------------------------------
-// A gated feed-forward block: y = fc_out(softplus(fc_gate(x)) * fc_up(x)).
+TEST(Softplus, ValuesByHand) {
+  Variable x(from_vector({-30, 0, 2, 100}, DType::Float64));
+  std::vector<double> y = softplus(x).data().to_vector();
+  EXPECT_NEAR(y[0], std::exp(-30.0), 1e-20);  // log(1 + e) = e for a tiny e
+  EXPECT_NEAR(y[1], std::log(2.0), 1e-15);
+  EXPECT_NEAR(y[2], 2.1269280110429727, 1e-15);  // log(1 + e^2)
+  EXPECT_EQ(y[3], 100);                          // no overflow
+}
+
+TEST(Softplus, GradcheckOnEveryLayout) {
+  Generator gen(0);
+  auto fn = [](const std::vector<Variable>& v) { return softplus(v[0]); };
+  Tensor x = randn({3, 4}, gen, DType::Float64);
+  for (Tensor input : {x, x.transpose(0, 1), x.slice(1, 0, 4, 2)}) {
+    GradcheckResult r = gradcheck(fn, {input});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+}
+#endif
+
+// ---- Steps 3 and 4: a layer built from it, and its tests -------------------
+#if !__has_include("nn/gated_feed_forward.h")
+// y = out(softplus(gate(x)) * up(x)); x is (..., dim), y (..., dim).
 class GatedFeedForward : public nn::Module {
  public:
   GatedFeedForward(int64_t dim, int64_t hidden, nn::Init init = {}) {
@@ -54,10 +82,25 @@ class GatedFeedForward : public nn::Module {
   std::shared_ptr<nn::Linear> gate, up, out;
 };
 
-// ---- Step 5: an attention variant ---------------------------------------
-// logits[b, h, i, j] -= softplus(weight[h]) * |position_i - position_j|:
-// each head learns how fast its attention fades with distance (ALiBi, Press
-// et al. 2022, with learned slopes).
+TEST(GatedFeedForward, NamesShapesAndGradients) {
+  Generator gen(1);
+  GatedFeedForward layer(4, 6, {gen, DType::Float64});
+  EXPECT_EQ(layer.num_parameters(), 3 * 4 * 6 + 6 + 6 + 4);
+  EXPECT_EQ(layer.named_parameters()[0].first, "gate.weight");
+  // The gradient with respect to the input.
+  GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return layer.forward(v[0]); },
+                                {randn({2, 3, 4}, gen, DType::Float64)});
+  EXPECT_TRUE(r.ok) << r.message;
+  // And every parameter's gradient, element by element.
+  Variable x(randn({2, 3, 4}, gen, DType::Float64));
+  r = check_parameter_grads(layer.named_parameters(), [&] { return layer.forward(x); });
+  EXPECT_TRUE(r.ok) << r.message;  // e.g. "d(L)/d(out.bias[2]): analytical ... vs numerical ..."
+}
+#endif
+
+// ---- Steps 5 and 6: an attention variant, and its tests --------------------
+#if !__has_include("nn/distance_penalty.h")
+// logits[b, h, i, j] -= softplus(weight[h]) * |position_i - position_j|
 class DistancePenalty : public nn::AttentionVariant {
  public:
   explicit DistancePenalty(int64_t heads, nn::Init init = {}) : heads_(heads) {
@@ -82,44 +125,7 @@ class DistancePenalty : public nn::AttentionVariant {
   int64_t heads_;
 };
 
-// ---- Step 2: the op's tests ----------------------------------------------
-TEST(Tutorial, SoftplusValues) {
-  Variable x(from_vector({-30, 0, 2, 100}, DType::Float64));
-  std::vector<double> y = softplus(x).data().to_vector();
-  EXPECT_NEAR(y[0], std::log1p(std::exp(-30.0)), 1e-18);
-  EXPECT_NEAR(y[1], std::log(2.0), 1e-15);
-  EXPECT_NEAR(y[2], std::log1p(std::exp(2.0)), 1e-15);
-  EXPECT_EQ(y[3], 100);  // no overflow
-}
-
-TEST(Tutorial, SoftplusGradcheck) {
-  Generator gen(0);
-  auto fn = [](const std::vector<Variable>& v) { return softplus(v[0]); };
-  Tensor x = randn({3, 4}, gen, DType::Float64);
-  for (Tensor input : {x, x.transpose(0, 1), x.slice(1, 0, 4, 2)}) {
-    GradcheckResult r = gradcheck(fn, {input});
-    EXPECT_TRUE(r.ok) << r.message;
-  }
-}
-
-// ---- Step 4: the layer's tests ---------------------------------------------
-TEST(Tutorial, GatedFeedForwardNamesShapesAndGradients) {
-  Generator gen(1);
-  GatedFeedForward layer(4, 6, {gen, DType::Float64});
-  EXPECT_EQ(layer.num_parameters(), 3 * 4 * 6 + 6 + 6 + 4);
-  EXPECT_EQ(layer.named_parameters()[0].first, "gate.weight");
-  // The gradient with respect to the input.
-  GradcheckResult r = gradcheck([&](const std::vector<Variable>& v) { return layer.forward(v[0]); },
-                                {randn({2, 3, 4}, gen, DType::Float64)});
-  EXPECT_TRUE(r.ok) << r.message;
-  // And every parameter's gradient, element by element.
-  Variable x(randn({2, 3, 4}, gen, DType::Float64));
-  r = check_parameter_grads(layer.named_parameters(), [&] { return layer.forward(x); });
-  EXPECT_TRUE(r.ok) << r.message;
-}
-
-// ---- Step 6: the variant's tests -------------------------------------------
-TEST(Tutorial, DistancePenaltyPlugsIntoAttention) {
+TEST(DistancePenalty, PlugsIntoAttention) {
   Generator gen(2);
   nn::MultiHeadAttention attention(8, {.heads = 2}, {gen, DType::Float64});
   Variable x(randn({2, 5, 8}, gen, DType::Float64));
@@ -138,7 +144,7 @@ TEST(Tutorial, DistancePenaltyPlugsIntoAttention) {
   EXPECT_TRUE(r.ok) << r.message;
 }
 
-TEST(Tutorial, DistancePenaltyInEveryLayerOfAModel) {
+TEST(DistancePenalty, InEveryLayerOfAModelWithTheCache) {
   nn::ModelConfig config;
   config.vocab = 10, config.d_model = 8, config.heads = 2, config.layers = 2, config.max_len = 8;
   Generator gen(3);
@@ -159,5 +165,6 @@ TEST(Tutorial, DistancePenaltyInEveryLayerOfAModel) {
     EXPECT_LT(max(abs(sub(step.select(1, 0), full.select(1, t)))).item(), 1e-5) << t;
   }
 }
+#endif
 
 }  // namespace tutorial

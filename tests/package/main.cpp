@@ -1,4 +1,4 @@
-// Builds against the installed package, as the README's "Use gradflow in
+// Builds against the installed package, as docs/library.md "Use gradflow in
 // your project" says: one gradient through a layer, checked by hand, then a
 // wrong call, which must arrive as a gradflow::Error of one line.
 #include <gradflow/gradflow.h>

@@ -1,0 +1,37 @@
+cmake_minimum_required(VERSION 3.25)
+# Every ```cpp block of docs/tutorial_add_a_layer.md appears byte for byte in
+# tests/nn/tutorial_test.cpp, which compiles and runs them: the tutorial's
+# code is the test's. Run as
+#   cmake -DROOT=<source dir> -P tutorial_snippets.cmake
+# (Blocks are cut out with string(FIND) and SUBSTRING, never as CMake
+# lists, which would split C++ at its semicolons.)
+file(READ ${ROOT}/docs/tutorial_add_a_layer.md doc)
+file(READ ${ROOT}/tests/nn/tutorial_test.cpp test_source)
+set(open "```cpp\n")
+set(count 0)
+while(TRUE)
+  string(FIND "${doc}" "${open}" start)
+  if(start EQUAL -1)
+    break()
+  endif()
+  string(LENGTH "${open}" open_length)
+  math(EXPR start "${start} + ${open_length}")
+  string(SUBSTRING "${doc}" ${start} -1 doc)
+  string(FIND "${doc}" "\n```" end)
+  if(end EQUAL -1)
+    message(FATAL_ERROR "tutorial: a ```cpp block is not closed")
+  endif()
+  string(SUBSTRING "${doc}" 0 ${end} block)
+  string(SUBSTRING "${doc}" ${end} -1 doc)
+  math(EXPR count "${count} + 1")
+  string(FIND "${test_source}" "${block}" found)
+  if(found EQUAL -1)
+    string(REGEX MATCH "^[^\n]*" first_line "${block}")
+    message(FATAL_ERROR "tutorial: code block ${count} (\"${first_line}\") is not in "
+                        "tests/nn/tutorial_test.cpp as written; copy it there exactly")
+  endif()
+endwhile()
+if(count LESS 6)
+  message(FATAL_ERROR "tutorial: found ${count} ```cpp blocks, expected at least 6")
+endif()
+message(STATUS "tutorial: all ${count} code blocks are compiled by tests/nn/tutorial_test.cpp")
