@@ -15,8 +15,6 @@ namespace gradflow::stats {
 
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 void check_level(const char* fn, const char* name, double level) {
   if (!(level > 0 && level < 1)) fail(fn, ": ", name, " must be in (0, 1), got ", level);
 }

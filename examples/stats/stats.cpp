@@ -14,8 +14,6 @@ namespace gradflow::stats {
 
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Past this many degrees of freedom the incomplete beta's continued fraction
 // loses digits (quantiles off by 6e-11 relative at df = 1e7, 1.5e-7 at 1e10),
 // so the t tail comes from its expansion about the normal instead.

@@ -23,6 +23,9 @@
 
 namespace gradflow::stats {
 
+// Not a number: a figure with nothing to measure (no draws, no finite value).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
 // How an interval was made: NormalMean is mean_and_se's (many draws),
 // NewcombeScore proportion_difference's.
 enum class IntervalMethod { StudentT, PercentileBootstrap, NewcombeScore, NormalMean };
@@ -38,8 +41,11 @@ struct Interval {
   int64_t n = 0;
   double confidence = 0.95;
   IntervalMethod method = IntervalMethod::StudentT;
-  double se = std::numeric_limits<double>::quiet_NaN();  // the standard error, where known
+  double se = kNaN;  // the standard error, where known
 };
+
+// No interval at all: NaN bounds over n = 0 values.
+inline Interval no_interval() { return Interval{kNaN, kNaN, kNaN, kNaN, 0}; }
 
 // An estimate over many independent draws: m = (1/n) sum x_i, its standard
 // error sqrt(sum (x_i - m)^2 / (n - 1) / n), and m +- 1.96 se (normal: the
@@ -132,6 +138,14 @@ std::string format_bounds(const Interval& i, int digits = 2);
 // NaN prints as "nan", infinities as "inf" and "-inf".
 // REQUIRES: 0 <= digits <= 17.
 std::string format_interval(const Interval& interval, int digits, bool show_n = false);
+
+// flags[i] = loss[i] > factor * median(finite values of loss[i-window .. i-1]).
+// Indices with fewer than min_history previous values, or whose window holds
+// no finite value, are never flagged; a non-finite loss[i] past that point is
+// always flagged and is left out of later windows.
+// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
+std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
+                              int min_history = 5);
 
 // ---- Association across runs --------------------------------------------------
 // Spearman's rho: Pearson's correlation of the ranks of x and of y (ties get

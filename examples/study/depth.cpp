@@ -37,8 +37,6 @@ DepthOptions depth_options(const Settings& settings) {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Mean cosine similarity over pairs of distinct tokens of a sequence,
 // averaged over the batch. Shape: x (B, T, C).
 double token_cosine(const Tensor& x) {
@@ -281,7 +279,7 @@ std::vector<WarmupEffect> warmup_effects(const DepthTrainResult& depth) {
   }
   std::vector<WarmupEffect> out;
   for (const auto& [placement, mode] : order) {
-    WarmupEffect e{placement, mode, Interval{kNaN, kNaN, kNaN, kNaN, 0}};
+    WarmupEffect e{placement, mode, no_interval()};
     const auto& with = loss[{placement, mode, true}];
     std::vector<double> a, b;
     for (const auto& [seed, l] : loss[{placement, mode, false}])

@@ -186,9 +186,9 @@ std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
         InitRow& row = rows[order[i]];
         if (row.mode == kControl ||
             row.mode == kReparam) {  // q, k not unit-variance: no random part
-          const double nan = std::numeric_limits<double>::quiet_NaN();
-          row.logit_var_theory = nan;
-          row.logit_var = row.entropy_norm = row.max_weight = row.jacobian_norm = {nan, nan};
+          row.logit_var_theory = kNaN;
+          row.logit_var = row.entropy_norm = row.max_weight = row.jacobian_norm =
+              mean_and_se(kNaN, kNaN, 0);
         } else {
           measure_qk(row, row.mode, mode_of_row[order[i]], settings, o);
         }

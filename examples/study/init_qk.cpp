@@ -118,9 +118,7 @@ void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const 
   // Fewer keys, noisier draws: more of them, so every estimate is as tight.
   row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   // The cosine of two independent directions in d_k dimensions has variance 1/d_k.
-  row.logit_var_theory = qk_norm   ? std::numeric_limits<double>::quiet_NaN()
-                         : l2_norm ? s * s / d
-                                   : d * s * s;
+  row.logit_var_theory = qk_norm ? kNaN : l2_norm ? s * s / d : d * s * s;
   std::vector<double> var, entropy, max_weight, jacobian;
   Generator gen = init_generator(settings.seed, 1, mode_index, row.d_k, row.n_keys);
   for (int64_t draw = 0; draw < row.draws; ++draw) {

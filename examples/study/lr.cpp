@@ -16,12 +16,6 @@
 
 namespace gradflow::study {
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
-
 LrOptions lr_options(const Settings& settings) {
   LrOptions o;
   if (settings.full) o.modes = study_modes();
@@ -89,7 +83,7 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep) {
       for (double l : losses) mean += l / static_cast<double>(losses.size());
       if (mean < s.best_loss) s.best_loss = mean, s.best_lr = lr;
     }
-    s.vs_default = Interval{kNaN, kNaN, kNaN, kNaN, 0};
+    s.vs_default = no_interval();
     auto ref = sens.find({kDefaultMode, d_k});
     if (mode != kDefaultMode && ref != sens.end()) {
       std::vector<double> a, b;

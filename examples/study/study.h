@@ -266,14 +266,6 @@ struct RunOutput {
   FinalRow final;
 };
 
-// flags[i] = loss[i] > factor * median(finite values of loss[i-window .. i-1]).
-// Indices with fewer than min_history previous values, or whose window holds
-// no finite value, are never flagged; a non-finite loss[i] past that point is
-// always flagged and is left out of later windows.
-// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
-std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
-                              int min_history = 5);
-
 // A run's FinalRow from its evaluations and training losses (summary.cpp):
 // the last 10% of evaluations averaged, thresholds, loss AUC, spikes, the
 // largest logit, the lowest entropy and the Q/V gradient ratio.

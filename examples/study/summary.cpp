@@ -15,8 +15,6 @@ namespace gradflow::study {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Paired by seed: the differences a_i - b_i over the seeds both have finite.
 Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const FinalRow*>& b,
                 double FinalRow::*field) {
@@ -30,7 +28,7 @@ Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const F
     x.push_back(r->*field);
     y.push_back(it->second);
   }
-  if (x.empty()) return Interval{kNaN, kNaN, kNaN, kNaN, 0};
+  if (x.empty()) return no_interval();
   return paired_difference(x, y);
 }
 
@@ -145,7 +143,7 @@ Interval interval_of_finite(const std::vector<double>& values) {
   std::vector<double> finite;
   for (double v : values)
     if (std::isfinite(v)) finite.push_back(v);
-  if (finite.empty()) return Interval{kNaN, kNaN, kNaN, kNaN, 0};
+  if (finite.empty()) return no_interval();
   return t_interval(finite);
 }
 
@@ -183,7 +181,7 @@ std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& fina
       for (const FinalRow* r : rows) values.push_back(r->*m.field);
       s.metric.push_back(interval_of_finite(values));
       if (mode == kDefaultMode || reference == runs.end()) {
-        s.vs_default.push_back(Interval{kNaN, kNaN, kNaN, kNaN, 0});
+        s.vs_default.push_back(no_interval());
         s.verdict.push_back(Comparison::NoDetectableDifference);
       } else {
         s.vs_default.push_back(paired(rows, reference->second, m.field));

@@ -14,12 +14,6 @@
 
 namespace gradflow::study {
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
-
 WidthOptions width_options(const Settings& settings) {
   WidthOptions o;
   if (settings.seeds > 0) o.seeds = settings.seeds;
