@@ -14,7 +14,7 @@
 
 namespace gradflow::study {
 
-// ---- init: attention at initialisation (init.cpp, init_layer.cpp) ----------------------
+// ---- init: attention at initialisation (init_qk.cpp, init.cpp) ----------------------
 struct InitOptions {
   std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
   std::vector<int64_t> n_keys = {8, 64, 512};
@@ -30,7 +30,7 @@ struct InitRow {
   int64_t d_k = 0, n_keys = 0;
   // Independent unit-variance q and k, the seeds' setting (C1 to C4, C6): a
   // draw is `queries` queries against n_keys keys, fresh for every mode.
-  // Not measured for the control (its q and k are not unit-variance).
+  // Not measured for the control and none_reparam (q, k not unit-variance).
   int64_t draws = 0;
   double logit_var_theory = 0;  // d_k s^2; NaN where there is no closed form
   Interval logit_var, entropy_norm, max_weight, jacobian_norm;  // mean_and_se over draws

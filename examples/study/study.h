@@ -1,14 +1,17 @@
 // The attention-scaling study: what every part shares.
 //
-// The study is six parts, each in one file that holds its runs, its claims
-// with their verdicts, its tables and its figures (parts.h lists them):
+// The study is six parts, each holding its runs, its claims with their
+// verdicts, its tables and its figures (parts.h lists them):
 //
-//   init         init.cpp, init_layer.cpp  attention at initialisation
-//   train        train.cpp                 small transformers trained per mode
-//   depth        depth.cpp                 gradient flow across depth at init
-//   lr           lr.cpp                    (--full) learning-rate sensitivity
-//   width        width.cpp                 (--full) width and muP
-//   depth-train  depth.cpp                 (--full) depth in training
+//   init         init_qk.cpp, init.cpp  attention at initialisation
+//   train        train.cpp (summary.cpp, train_update.cpp)
+//                                       small transformers trained per mode
+//   depth        depth.cpp              gradient flow across depth at init
+//   lr           lr.cpp                 (--full) learning-rate sensitivity
+//   width        width.cpp              (--full) width and muP
+//   depth-train  depth.cpp              (--full) depth in training
+//
+// The statistics they use are examples/stats/ (namespace gradflow::stats).
 //
 // This header holds what they share: the arms compared, the run's Settings,
 // the job runner, the attention metrics, one training run (training_run.cpp)
