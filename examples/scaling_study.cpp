@@ -174,33 +174,33 @@ double run_bytes(const study::RunSpec& spec) {
 }
 
 // Refuses, before anything runs, a study that cannot fit: `threads` of its
-// largest run side by side, and the rows every run keeps for the report.
-void check_study_memory(const std::vector<study::RunSpec>& largest, int64_t runs, int64_t rows,
-                        int threads) {
-  double run = 0;
-  for (const study::RunSpec& spec : largest) run = std::max(run, run_bytes(spec));
-  const double results = static_cast<double>(rows) * 256;  // a row and its strings
+// largest run side by side, and the rows every run keeps for the report (an
+// evaluation row and one per attention layer, every eval_every steps).
+void check_study_memory(const std::vector<study::RunSpec>& runs, int threads) {
+  double run = 0, rows = 0;
+  for (const study::RunSpec& spec : runs) {
+    run = std::max(run, run_bytes(spec));
+    const double layers =
+        static_cast<double>(spec.task.layers) * (study::run_shape(spec).encoder_decoder ? 3 : 1);
+    rows += static_cast<double>(spec.task.steps / spec.eval_every + 2) * (1 + layers);
+  }
+  const double results = rows * 256;  // a row and its strings
   const double total = static_cast<double>(threads) * run + results;
   const uint64_t available = examples::available_memory_bytes();
   if (available == 0 || total <= static_cast<double>(available)) return;
-  throw cli::UsageError("the study needs about " + examples::format_bytes(total) + " (" +
-                        std::to_string(threads) + " runs side by side of up to " +
-                        examples::format_bytes(run) + ", and " + examples::format_bytes(results) +
-                        " of results from " + std::to_string(runs) + " runs), more than the " +
-                        examples::format_bytes(static_cast<double>(available)) +
-                        " available; lower --threads, --d-ks, --recall-pairs, --recall-keys, "
-                        "--seeds or --steps");
+  throw cli::UsageError(
+      "the study needs about " + examples::format_bytes(total) + " (" + std::to_string(threads) +
+      " runs side by side of up to " + examples::format_bytes(run) + ", and " +
+      examples::format_bytes(results) + " of results from " + std::to_string(runs.size()) +
+      " runs), more than the " + examples::format_bytes(static_cast<double>(available)) +
+      " available; lower --threads, --d-ks, --recall-pairs, --recall-keys, "
+      "--seeds or --steps");
 }
 
 // The verdicts and the final accuracy table, as the end of the run shows them.
 void print_summary(const std::vector<study::Section>& sections, const study::TrainResult& train,
                    const study::TrainOptions& options) {
-  std::vector<study::Verdict> verdicts;
-  for (const study::Section& s : sections)
-    verdicts.insert(verdicts.end(), s.claims.begin(), s.claims.end());
-  std::stable_sort(verdicts.begin(), verdicts.end(), [](const auto& a, const auto& b) {
-    return std::stoi(a.id.substr(1)) < std::stoi(b.id.substr(1));
-  });
+  const std::vector<study::Verdict> verdicts = study::claims_in_order(sections);
   if (!verdicts.empty()) {
     std::printf("\n%-4s %-15s %s\n", "id", "verdict", "claim");
     for (const study::Verdict& v : verdicts)
@@ -301,54 +301,16 @@ int run(int argc, char** argv) {
   const study::WidthOptions width_options = study::width_options(settings);
   const study::DepthTrainOptions depth_train_options = study::depth_train_options(settings);
 
-  // The largest run of each training part that runs, and how many runs and
-  // result rows there are, for the memory check.
-  std::vector<study::RunSpec> largest;
-  int64_t runs = 0, rows = 0;
-  auto plan = [&](const study::RunSpec& spec, int64_t count, int64_t layers_logged) {
-    largest.push_back(spec);
-    runs += count;
-    rows += count * (spec.task.steps / spec.eval_every + 2) * (1 + layers_logged);
+  // Every run of the training parts that run, for the memory check.
+  std::vector<study::RunSpec> planned;
+  auto plan = [&](const std::string& part, std::vector<study::RunSpec> specs) {
+    if (run.count(part)) planned.insert(planned.end(), specs.begin(), specs.end());
   };
-  const int64_t d_k_max = *std::max_element(train_options.d_ks.begin(), train_options.d_ks.end());
-  if (run.count("train"))
-    for (study::TaskSetup task : train_options.tasks) {
-      if (train_options.steps > 0) task.steps = train_options.steps;
-      const auto n = static_cast<int64_t>(train_options.d_ks.size() * train_options.modes.size());
-      plan({.key = {task.task, "none", d_k_max, 0},
-            .task = task,
-            .batch = train_options.batch,
-            .eval_every = train_options.eval_every,
-            .eval_examples = train_options.eval_examples},
-           n * train_options.seeds, 3 * task.layers);
-    }
-  if (run.count("lr"))
-    plan({.key = {"reverse", "none",
-                  *std::max_element(lr_options.d_ks.begin(), lr_options.d_ks.end()), 0},
-          .task = lr_options.task},
-         static_cast<int64_t>(lr_options.d_ks.size() * lr_options.modes.size() *
-                              lr_options.lrs.size()) *
-             lr_options.seeds,
-         3);
-  if (run.count("width")) {
-    study::TaskSetup task = study::reverse_setup();
-    const int64_t d_model =
-        *std::max_element(width_options.d_models.begin(), width_options.d_models.end());
-    task.d_model = d_model, task.heads = 2, task.d_ff = 2 * d_model,
-    task.steps = width_options.steps;
-    plan({.key = {"reverse", "inv_dk", d_model / 2, 0}, .task = task, .batch = width_options.batch},
-         static_cast<int64_t>(3 * width_options.d_models.size() * width_options.lrs.size()) *
-             width_options.seeds,
-         3);
-  }
-  if (run.count("depth-train")) {
-    study::TaskSetup task = study::reverse_setup();
-    task.layers = depth_train_options.layers, task.steps = depth_train_options.steps;
-    plan({.key = {"reverse", "none", task.d_model, 0}, .task = task},
-         static_cast<int64_t>(4 * depth_train_options.modes.size()) * depth_train_options.seeds,
-         4 * depth_train_options.layers);
-  }
-  check_study_memory(largest, runs, rows, threads);
+  plan("train", study::train_runs(settings, train_options));
+  plan("lr", study::lr_runs(settings, lr_options));
+  plan("width", study::width_runs(settings, width_options));
+  plan("depth-train", study::depth_train_runs(settings, depth_train_options));
+  check_study_memory(planned, threads);
 
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;

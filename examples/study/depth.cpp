@@ -237,7 +237,7 @@ DepthTrainOptions depth_train_options(const Settings& settings) {
   return o;
 }
 
-DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& o) {
+std::vector<RunSpec> depth_train_runs(const Settings& settings, const DepthTrainOptions& o) {
   std::vector<RunSpec> runs;
   for (const char* placement : {"pre_ln", "post_ln"})
     for (bool warmup : {true, false})
@@ -254,6 +254,11 @@ DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptio
           spec.seed = settings.seed;
           runs.push_back(spec);
         }
+  return runs;
+}
+
+DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& o) {
+  const std::vector<RunSpec> runs = depth_train_runs(settings, o);
   std::vector<RunOutput> outputs =
       train_all("depth-train", runs, settings,
                 settings.progress_for("depth-train: depth in training", "run"));

@@ -25,7 +25,7 @@ LrOptions lr_options(const Settings& settings) {
   return o;
 }
 
-std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& o) {
+std::vector<RunSpec> lr_runs(const Settings& settings, const LrOptions& o) {
   std::vector<RunSpec> runs;
   for (int64_t d_k : o.d_ks)
     for (const std::string& mode : o.modes)
@@ -38,9 +38,13 @@ std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& o) {
           spec.seed = settings.seed;
           runs.push_back(spec);
         }
+  return runs;
+}
+
+std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& o) {
   std::vector<FinalRow> out;
-  for (RunOutput& r :
-       train_all("lr", runs, settings, settings.progress_for("lr: learning rates", "run")))
+  for (RunOutput& r : train_all("lr", lr_runs(settings, o), settings,
+                                settings.progress_for("lr: learning rates", "run")))
     out.push_back(r.final);
   return out;
 }

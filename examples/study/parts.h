@@ -100,6 +100,8 @@ struct TrainResult {
   std::vector<LayerRow> layers;
   std::vector<FinalRow> finals;
 };
+// The part's runs, as it trains them (also for the memory check before it does).
+std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& options);
 TrainResult run_train(const Settings& settings, const TrainOptions& options);
 
 // summary.cpp: runs summarised over seeds, each mode against 1/sqrt(d_k)
@@ -169,9 +171,9 @@ int64_t seeds_of(const std::vector<SettingSummary>& training);
 // C7, and C8, which also reads the lr part's runs (empty when it did not run).
 std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& finals,
-                                  const std::vector<FinalRow>& lr_runs);
+                                  const std::vector<FinalRow>& lr_sweep);
 Section train_section(const TrainOptions& options, const TrainResult& result,
-                      const std::vector<FinalRow>& lr_runs);
+                      const std::vector<FinalRow>& lr_sweep);
 // The (task, d_k) settings of a run of the part, in the order they came; and
 // one panel of a figure of the layer where the task looks its answer up
 // (key_layer) over training, per mode (log y), those not in `modes` empty.
@@ -212,6 +214,7 @@ struct LrOptions {
 };
 LrOptions lr_options(const Settings& settings);
 // One FinalRow per (d_k, mode, lr, seed); FinalRow::lr says which.
+std::vector<RunSpec> lr_runs(const Settings& settings, const LrOptions& options);
 std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& options);
 
 // A run's final loss for comparisons across learning rates: the final
@@ -251,6 +254,7 @@ struct WidthRow {
   FinalRow run;
 };
 const std::vector<std::string>& parametrizations();
+std::vector<RunSpec> width_runs(const Settings& settings, const WidthOptions& options);
 std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& options);
 
 // Per parametrisation and width: the learning rate whose capped loss,
@@ -297,6 +301,7 @@ struct DepthTrainResult {
   std::vector<DepthTrainRow> rows;
   std::vector<DepthTrainRun> runs;
 };
+std::vector<RunSpec> depth_train_runs(const Settings& settings, const DepthTrainOptions& options);
 DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& options);
 
 // Final loss without warm-up minus with it, paired by seed, per norm

@@ -118,18 +118,22 @@ void confounds_section(std::ostringstream& md) {
 
 }  // namespace
 
+std::vector<Verdict> claims_in_order(const std::vector<Section>& sections) {
+  std::vector<Verdict> out;
+  for (const Section& s : sections) out.insert(out.end(), s.claims.begin(), s.claims.end());
+  std::stable_sort(out.begin(), out.end(), [](const Verdict& a, const Verdict& b) {
+    return std::stoi(a.id.substr(1)) < std::stoi(b.id.substr(1));
+  });
+  return out;
+}
+
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections) {
-  std::vector<Verdict> verdicts;
   for (const Section& s : sections) {
     for (const CsvFile& csv : s.csvs) write_csv(dir, csv);
     for (const PlotFile& p : s.plots) write_file_atomic(dir + "/" + p.name, p.svg);
-    verdicts.insert(verdicts.end(), s.claims.begin(), s.claims.end());
   }
-  // In id order (C1 ... C12), whichever part judged them.
-  std::stable_sort(verdicts.begin(), verdicts.end(), [](const Verdict& a, const Verdict& b) {
-    return std::stoi(a.id.substr(1)) < std::stoi(b.id.substr(1));
-  });
+  const std::vector<Verdict> verdicts = claims_in_order(sections);
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
      << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.training_seeds

@@ -359,6 +359,8 @@ struct ReportInfo {
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);
+// Every section's claims in id order (C1 ... C12), whichever part judged them.
+std::vector<Verdict> claims_in_order(const std::vector<Section>& sections);
 // Every file name a study can write into its folder (tested against what a
 // run of every part writes), so a new study can clear an old one's files.
 const std::vector<std::string>& study_files();

@@ -28,7 +28,7 @@ TrainOptions train_options(const Settings& settings) {
   return o;
 }
 
-TrainResult run_train(const Settings& settings, const TrainOptions& o) {
+std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o) {
   if (o.eval_every < 1) fail("scaling_study: eval_every must be at least 1");
   std::vector<RunSpec> runs;
   for (const TaskSetup& task : o.tasks)
@@ -44,8 +44,12 @@ TrainResult run_train(const Settings& settings, const TrainOptions& o) {
           spec.seed = settings.seed;
           runs.push_back(spec);
         }
-  std::vector<RunOutput> outputs =
-      train_all("train", runs, settings, settings.progress_for("train: in training", "run"));
+  return runs;
+}
+
+TrainResult run_train(const Settings& settings, const TrainOptions& o) {
+  std::vector<RunOutput> outputs = train_all("train", train_runs(settings, o), settings,
+                                             settings.progress_for("train: in training", "run"));
   TrainResult result;
   for (RunOutput& r : outputs) {
     result.curves.insert(result.curves.end(), r.curves.begin(), r.curves.end());
@@ -214,10 +218,10 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
 
 std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& finals,
-                                  const std::vector<FinalRow>& lr_runs) {
+                                  const std::vector<FinalRow>& lr_sweep) {
   std::vector<Verdict> out = {balance_claim(summary)};
   std::vector<FinalRow> runs = finals;
-  runs.insert(runs.end(), lr_runs.begin(), lr_runs.end());
+  runs.insert(runs.end(), lr_sweep.begin(), lr_sweep.end());
   if (!runs.empty()) out.push_back(logit_growth(runs));
   return out;
 }
@@ -409,11 +413,11 @@ plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int6
 }
 
 Section train_section(const TrainOptions& options, const TrainResult& result,
-                      const std::vector<FinalRow>& lr_runs) {
+                      const std::vector<FinalRow>& lr_sweep) {
   Section s{.part = "train"};
   if (result.finals.empty()) return s;
   const std::vector<SettingSummary> summary = summarise_training(result.finals);
-  s.claims = train_claims(summary, result.finals, lr_runs);
+  s.claims = train_claims(summary, result.finals, lr_sweep);
   s.markdown = train_table(options, summary) + update_table(result);
   s.csvs = train_csvs(result);
   s.plots = train_figures(result, summary);

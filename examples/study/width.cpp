@@ -26,9 +26,8 @@ const std::vector<std::string>& parametrizations() {
   return names;
 }
 
-std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& o) {
+std::vector<RunSpec> width_runs(const Settings& settings, const WidthOptions& o) {
   std::vector<RunSpec> runs;
-  std::vector<std::pair<std::string, int64_t>> labels;
   for (const std::string& p : parametrizations())
     for (int64_t d_model : o.d_models)
       for (double lr : o.lrs)
@@ -45,13 +44,22 @@ std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& o)
           spec.parametrization = p == "mup" ? Parametrization::MuP : Parametrization::Standard;
           spec.seed = settings.seed;
           runs.push_back(spec);
-          labels.emplace_back(p, d_model);
         }
-  std::vector<WidthRow> out;
+  return runs;
+}
+
+std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& o) {
+  const std::vector<RunSpec> runs = width_runs(settings, o);
   std::vector<RunOutput> outputs =
       train_all("width", runs, settings, settings.progress_for("width: width and muP", "run"));
-  for (size_t i = 0; i < outputs.size(); ++i)
-    out.push_back({labels[i].first, labels[i].second, outputs[i].final});
+  std::vector<WidthRow> out;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RunSpec& spec = runs[i];
+    const std::string p = spec.parametrization == Parametrization::MuP ? "mup"
+                          : spec.key.mode == "inv_sqrt_dk"             ? "sp_inv_sqrt_dk"
+                                                                       : "sp_inv_dk";
+    out.push_back({p, spec.task.d_model, outputs[i].final});
+  }
   return out;
 }
 
