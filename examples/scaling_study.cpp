@@ -261,7 +261,7 @@ int run(int argc, char** argv) {
            "recall: key-value pairs per example, each asked for once (0: the task's own)")
       .min(0)
       .max(512);
-  args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 32)")
+  args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 16)")
       .min(0)
       .max(4096);
   bool reference = false;

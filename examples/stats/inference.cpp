@@ -134,6 +134,30 @@ BinomialInterval exact_binomial_interval(int64_t successes, int64_t trials, doub
 
 // ---- Holm ---------------------------------------------------------------------
 
+double fisher_exact_p(int64_t hits_a, int64_t n_a, int64_t hits_b, int64_t n_b) {
+  if (n_a < 1 || n_b < 1) fail("fisher_exact_p: n_a and n_b must be >= 1, got ", n_a, ", ", n_b);
+  if (hits_a < 0 || hits_a > n_a || hits_b < 0 || hits_b > n_b)
+    fail("fisher_exact_p: hits must be in [0, n], got ", hits_a, " of ", n_a, " and ", hits_b,
+         " of ", n_b);
+  const int64_t hits = hits_a + hits_b, total = n_a + n_b;
+  // log C(n, k) from lgamma: exact enough for the study's few dozen runs.
+  auto log_choose = [](int64_t n, int64_t k) {
+    return std::lgamma(static_cast<double>(n + 1)) - std::lgamma(static_cast<double>(k + 1)) -
+           std::lgamma(static_cast<double>(n - k + 1));
+  };
+  auto probability = [&](int64_t k) {
+    return std::exp(log_choose(hits, k) + log_choose(total - hits, n_a - k) -
+                    log_choose(total, n_a));
+  };
+  const double observed = probability(hits_a);
+  double p = 0;
+  for (int64_t k = std::max<int64_t>(0, n_a - (total - hits)); k <= std::min(hits, n_a); ++k) {
+    const double q = probability(k);
+    if (q <= observed * (1 + 1e-7)) p += q;
+  }
+  return std::min(1.0, p);
+}
+
 std::vector<double> holm(std::span<const double> p_values) {
   for (size_t i = 0; i < p_values.size(); ++i)
     if (!(p_values[i] >= 0 && p_values[i] <= 1))

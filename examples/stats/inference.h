@@ -48,6 +48,17 @@ BinomialInterval exact_binomial_interval(int64_t successes, int64_t trials, doub
 // REQUIRES: a > 0, b > 0, 0 <= x <= 1.
 double regularized_incomplete_beta(double a, double b, double x);
 
+// Fisher's exact test of "both arms solve with the same probability", from
+// hits_a of n_a and hits_b of n_b runs. With the margins fixed the hits of
+// arm a are hypergeometric, P(k) = C(K, k) C(N - K, n_a - k) / C(N, n_a)
+// (K = hits_a + hits_b, N = n_a + n_b); the two-sided p sums P(k) over the
+// tables no more likely than the one observed (within a relative 1e-7, as
+// R's fisher.test does). 5 of 5 against 0 of 5 gives 2 / 252.
+// Why: paired runs of two arms are positively correlated, which only makes
+// this unpaired test conservative; with few seeds it is the exact one.
+// REQUIRES: 0 <= hits <= n, n_a, n_b >= 1.
+double fisher_exact_p(int64_t hits_a, int64_t n_a, int64_t hits_b, int64_t n_b);
+
 // ---- multiplicity: Holm -------------------------------------------------------
 
 // Holm-Bonferroni adjusted p-values, in the input order. With p_(1) <= ... <=

@@ -24,7 +24,9 @@ double median_of(std::vector<double>& v) {
 }  // namespace
 
 std::vector<bool> loss_spikes(std::span<const double> loss, int window, double factor,
-                              int min_history) {
+                              int min_history, double noise_multiple) {
+  if (!(noise_multiple >= 0))
+    fail("loss_spikes: noise_multiple must be >= 0, got ", noise_multiple);
   if (window < 1) fail("loss_spikes: window must be >= 1, got ", window);
   if (min_history < 1) fail("loss_spikes: min_history must be >= 1, got ", min_history);
   if (!(factor > 0)) fail("loss_spikes: factor must be > 0, got ", factor);
@@ -35,7 +37,18 @@ std::vector<bool> loss_spikes(std::span<const double> loss, int window, double f
     for (size_t j = i - std::min(i, static_cast<size_t>(window)); j < i; ++j)
       if (std::isfinite(loss[j])) recent.push_back(loss[j]);
     if (recent.empty()) continue;
-    flags[i] = !std::isfinite(loss[i]) || loss[i] > factor * median_of(recent);
+    const double median = median_of(recent);
+    if (!std::isfinite(loss[i])) {
+      flags[i] = true;
+      continue;
+    }
+    if (!(loss[i] > factor * median)) continue;
+    if (noise_multiple > 0) {
+      for (double& v : recent) v = std::abs(v - median);
+      const double noise = 1.4826 * median_of(recent);
+      if (!(loss[i] - median > noise_multiple * noise)) continue;
+    }
+    flags[i] = true;
   }
   return flags;
 }

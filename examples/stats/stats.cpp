@@ -129,7 +129,8 @@ Interval t_interval_of(std::span<const double> xs, double confidence) {
   Interval out = interval_without_bounds(xs, confidence, IntervalMethod::StudentT);
   if (xs.size() < 2) return out;
   const double t = student_t_quantile(1 - (1 - confidence) / 2, static_cast<double>(xs.size() - 1));
-  out.half_width = t * sd_of(xs) / std::sqrt(static_cast<double>(xs.size()));
+  out.se = sd_of(xs) / std::sqrt(static_cast<double>(xs.size()));
+  out.half_width = t * out.se;
   out.lo = out.mean - out.half_width;
   out.hi = out.mean + out.half_width;
   return out;
@@ -303,11 +304,25 @@ Interval bootstrap_interval(std::span<const double> xs, int resamples, uint64_t 
 Comparison compare(const Interval& diff, double margin, bool higher_is_better) {
   if (!(margin >= 0)) fail("compare: margin must be >= 0, got ", margin);
   if (diff.n < 2) return Comparison::NoDetectableDifference;
-  const bool higher = diff.lo > 0 && diff.mean > margin;
-  const bool lower = diff.hi < 0 && diff.mean < -margin;
+  const bool higher = diff.lo > margin;
+  const bool lower = diff.hi < -margin;
   if (higher) return higher_is_better ? Comparison::Better : Comparison::Worse;
   if (lower) return higher_is_better ? Comparison::Worse : Comparison::Better;
   return Comparison::NoDetectableDifference;
+}
+
+double margin_p_value(const Interval& diff, double margin) {
+  if (!(margin >= 0)) fail("margin_p_value: margin must be >= 0, got ", margin);
+  if (diff.n < 2 || diff.method != IntervalMethod::StudentT) return 1;
+  const double se = std::isfinite(diff.se)
+                        ? diff.se
+                        : diff.half_width / student_t_quantile(1 - (1 - diff.confidence) / 2,
+                                                               static_cast<double>(diff.n - 1));
+  const double excess = std::abs(diff.mean) - margin;
+  if (!(excess > 0)) return 1;
+  if (!(se > 0)) return 0;  // identical differences past the margin: no doubt left
+  const double t = excess / se;
+  return std::min(1.0, 2 * (1 - student_t_cdf(t, static_cast<double>(diff.n - 1))));
 }
 
 std::string describe(const Interval& diff, double margin, bool higher_is_better,
@@ -330,11 +345,11 @@ std::string describe(const Interval& diff, double margin, bool higher_is_better,
   if (c != Comparison::NoDetectableDifference)
     return std::string(c == Comparison::Better ? "better" : "worse") + " by " +
            fixed(std::abs(diff.mean), digits) + plus_minus + " (n = " + std::to_string(diff.n) +
-           ", " + interval + " excludes 0, margin " + significant(margin, 6) + ")";
+           ", the whole " + interval + " past the margin " + significant(margin, 6) + ")";
   const std::string detail = " (difference " + fixed(diff.mean, digits) + plus_minus + ", " +
                              interval + (excludes_zero ? " excludes 0)" : " includes 0)");
-  if (excludes_zero && std::abs(diff.mean) <= margin)
-    return "difference within margin " + significant(margin, 6) + " with " + seeds + detail;
+  if (excludes_zero)
+    return "no difference past the margin " + significant(margin, 6) + " with " + seeds + detail;
   return "no detectable difference with " + seeds + detail;
 }
 

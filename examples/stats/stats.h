@@ -103,19 +103,29 @@ Interval bootstrap_interval(std::span<const double> xs, int resamples, uint64_t 
 
 enum class Comparison { Better, Worse, NoDetectableDifference };
 
-// For diff = a - b (see paired_difference): Better when the interval
-// excludes 0 (lo > 0 or hi < 0) and |mean| > margin, both in the direction
-// that is better for a; Worse likewise in the other direction; otherwise
-// (and always when n == 1) NoDetectableDifference.
+// For diff = a - b (see paired_difference): Better when the whole interval
+// lies past the margin (lo > margin, or hi < -margin) in the direction that
+// is better for a; Worse likewise in the other direction; otherwise (and
+// always when n == 1) NoDetectableDifference. The point estimate past the
+// margin is not enough: with 3 seeds a t-interval is 2.5 sd wide each side.
 // REQUIRES: margin >= 0.
 Comparison compare(const Interval& diff, double margin, bool higher_is_better);
 
+// The two-sided p-value of "the difference is not past the margin" for a
+// t-interval diff (the shifted test t = (|mean| - margin) / se, df n - 1):
+// p < 1 - confidence exactly when compare says Better or Worse, so Holm's
+// correction (inference.h) can turn a family of comparisons into verdicts.
+// 1 when |mean| <= margin, n < 2 or diff is not a t-interval.
+// REQUIRES: margin >= 0.
+double margin_p_value(const Interval& diff, double margin);
+
 // The verdict of compare as one line for the report, n counting seeds, e.g.
-//   "worse by 3.2 +- 1.1 points (n = 3, 95% t-interval excludes 0, margin 1)"
+//   "worse by 3.2 +- 1.1 points (n = 3, the whole 95% t-interval past the
+//    margin 1)"
 //   "no detectable difference with 3 seeds (difference -0.4 +- 2.0 points,
 //    95% t-interval includes 0)"
-//   "difference within margin 1 with 3 seeds (difference 0.4 +- 0.2 points,
-//    95% t-interval excludes 0)"
+//   "no difference past the margin 1 with 3 seeds (difference 0.4 +- 0.2
+//    points, 95% t-interval excludes 0)"
 //   "no detectable difference with 1 seed (difference -0.4 points, no interval)"
 // Numbers have `digits` decimals; the margin is printed as given (%g).
 // unit may be empty. REQUIRES: margin >= 0, 0 <= digits <= 17.
@@ -143,9 +153,14 @@ std::string format_interval(const Interval& interval, int digits, bool show_n = 
 // Indices with fewer than min_history previous values, or whose window holds
 // no finite value, are never flagged; a non-finite loss[i] past that point is
 // always flagged and is left out of later windows.
-// REQUIRES: window >= 1, min_history >= 1, factor > 0; meant for losses >= 0.
+// With noise_multiple k > 0 a finite loss must also exceed that median by k
+// times the window's batch-to-batch noise, measured robustly as 1.4826 x the
+// median absolute deviation from the median (the sd, for normal noise):
+// near convergence a batch's loss can double by chance, which is no spike.
+// REQUIRES: window >= 1, min_history >= 1, factor > 0, noise_multiple >= 0;
+// meant for losses >= 0.
 std::vector<bool> loss_spikes(std::span<const double> loss, int window = 20, double factor = 2.0,
-                              int min_history = 5);
+                              int min_history = 5, double noise_multiple = 0);
 
 // ---- Association across runs --------------------------------------------------
 // Spearman's rho: Pearson's correlation of the ranks of x and of y (ties get

@@ -249,10 +249,12 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
       const SettingSummary* r = find_setting(training, s.task, s.d_k, kDefaultMode);
       if (!r) continue;
       ++ratio_settings;
-      ratio_lower += s.log_grad_ratio.hi < r->log_grad_ratio.lo;
+      // Paired seed by seed: the same initial weights and batches.
+      const Interval& d = s.log_grad_ratio_vs_default;
+      ratio_lower += d.n > 1 && d.hi < 0;
       ratios += (ratios.empty() ? "" : "; ") + s.task + " d_k " + std::to_string(s.d_k) + ": " +
-                significant(std::pow(10, s.log_grad_ratio.mean), 2) + " vs " +
-                significant(std::pow(10, r->log_grad_ratio.mean), 2);
+                significant(std::pow(10, d.mean), 2) + "x [" + significant(std::pow(10, d.lo), 2) +
+                ", " + significant(std::pow(10, d.hi), 2) + "]";
     }
     v.measured = "independent q, k at d_k " + std::to_string(d_max) + ", " + std::to_string(n) +
                  " keys: entropy_norm " + format_estimate(none->entropy_norm) + ", max_weight " +
@@ -265,8 +267,8 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
                  " (1/sqrt(d_k): " + format_estimate(ref->grad_ratio_qv) + ")";
     if (t.settings > 0)
       v.measured +=
-          "; smallest W_Q/W_V gradient ratio at the end of training (geometric mean over seeds, "
-          "none vs 1/sqrt(d_k)): " +
+          "; smallest W_Q/W_V gradient ratio at the end of training, none's over 1/sqrt(d_k)'s "
+          "(geometric mean of the paired ratios over seeds, 95% interval): " +
           ratios + "; in training: " + describe_training(t, seeds) +
           "; the control (unscaled, q and k started small): " + describe_training(control, seeds);
     const int parts = 3 + 2 * (t.settings > 0);
@@ -280,8 +282,8 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
                "; gradient at the scores of an initialised layer smaller than 1/sqrt(d_k)'s: " +
                yes_no(scores_smaller) + (scores_smaller ? "" : scores_note(*none, *ref, d_max)) +
                (t.settings > 0
-                    ? "; Q/K gradient vanishing relative to V in training (ratio's interval "
-                      "below 1/sqrt(d_k)'s) in " +
+                    ? "; Q/K gradient vanishing relative to V in training (the paired ratio's "
+                      "interval below 1) in " +
                           std::to_string(ratio_lower) + " of " + std::to_string(ratio_settings) +
                           " settings; learns worse somewhere: " + yes_no(t.worse > 0)
                     : "");

@@ -90,7 +90,7 @@ struct TrainOptions {
   std::vector<int64_t> d_ks = {16, 64, 256};
   std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
   std::vector<std::string> modes = default_modes();                     // --full: study_modes()
-  int64_t seeds = 3, batch = 64, eval_every = 10, eval_examples = 128;  // --full: 10 seeds
+  int64_t seeds = 5, batch = 64, eval_every = 10, eval_examples = 128;  // --full: 10 seeds
   int64_t steps = 0;                                                    // 0: each task's own
 };
 TrainOptions train_options(const Settings& settings);
@@ -105,41 +105,68 @@ std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& op
 TrainResult run_train(const Settings& settings, const TrainOptions& options);
 
 // summary.cpp: runs summarised over seeds, each mode against 1/sqrt(d_k)
-// as a paired difference (same seed, same initial weights, same batches).
+// seed by seed (same seed, same initial weights, same batches), with the
+// test that fits the kind of outcome.
+enum class MetricKind {
+  Mean,      // a figure on a continuous scale: paired t-interval, the whole of it past the margin
+  Censored,  // steps to a threshold within the budget: Kaplan-Meier median, paired censored test
+  Solved,    // reached the threshold or not: count with an exact interval, Fisher's exact test
+};
 struct MetricSpec {
   std::string name;         // the final_metrics.csv column
-  double FinalRow::*field;  // where a run keeps it
+  double FinalRow::*field;  // where a run keeps it (Solved: its steps; the count reads `reached`)
   bool higher_is_better;
   double margin;     // the smallest difference that counts, in the metric's own units
   double scale;      // shown multiplied by this (accuracy in points: 100)
   std::string unit;  // as shown
   int digits;        // decimals shown
+  MetricKind kind = MetricKind::Mean;
+  bool FinalRow::*reached = nullptr;  // Censored and Solved: whether the run got there
 };
-// accuracy (margin 1 point), loss_auc (0.05 nats), steps_to_90 (20 steps).
-const std::vector<MetricSpec>& compared_metrics();
+// reverse: accuracy (margin 1 point), loss_auc (0.05 nats), steps_to_90
+// (censored, 20 steps). recall, whose runs either solve it or stay near
+// chance: solved (reached 99%) and steps_to_99 (censored, 20 steps).
+const std::vector<MetricSpec>& compared_metrics(const std::string& task);
 
 struct SettingSummary {
   std::string task, mode;
   int64_t d_k = 0;
   int64_t runs = 0, reached_90 = 0, reached_99 = 0, diverged = 0;
-  // Per compared metric, in compared_metrics() order, over the runs where
-  // the metric is finite (a diverged run has no loss).
+  int64_t budget = 0;  // the runs' steps (a censored time's bound)
+  // Per compared metric, in compared_metrics(task) order: Mean, the mean
+  // and 95% t-interval over the runs where it is finite (a diverged run has
+  // no loss); Censored, the Kaplan-Meier median with its 95% interval (mean
+  // = median, +inf when not reached); Solved, the share solved with its
+  // exact (Clopper-Pearson) interval.
   std::vector<Interval> metric;
-  // mode - inv_sqrt_dk, seed by seed, and its verdict; for inv_sqrt_dk
-  // itself n = 0 and NoDetectableDifference.
+  // mode - inv_sqrt_dk seed by seed: Mean, the paired t-interval; Censored,
+  // the median of the paired censored differences (no interval); Solved, the
+  // difference of the shares with Newcombe's interval. For inv_sqrt_dk
+  // itself n = 0, p 1 and NoDetectableDifference.
   std::vector<Interval> vs_default;
+  // The comparison's p-value (Mean: margin_p_value; Censored:
+  // paired_censored_test, 1 when the median difference is within the
+  // margin; Solved: fisher_exact_p) and, after Holm's correction over the
+  // modes compared at the same (task, d_k, metric), its verdict.
+  std::vector<double> p_value;
   std::vector<Comparison> verdict;
-  Interval max_logit, seq_accuracy;  // seq_accuracy: reverse only (n = 0 otherwise)
-  Interval log_grad_ratio;           // log10 of FinalRow::grad_ratio_qv: it spreads over decades
+  Interval max_logit, seq_accuracy;    // seq_accuracy: reverse only (n = 0 otherwise)
+  Interval log_grad_ratio;             // log10 of FinalRow::grad_ratio_qv: it spreads over decades
+  Interval log_grad_ratio_vs_default;  // its paired difference from 1/sqrt(d_k)'s, seed by seed
 };
 // One summary per (task, d_k, mode), in the order the runs came.
 std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& finals);
 const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
                                    const std::string& task, int64_t d_k, const std::string& mode);
+// Holm's level: a comparison is a verdict when its Holm-adjusted p is below it.
+inline constexpr double kFamilyLevel = 0.05;
 // The mean and 95% t-interval of the finite values; n = 0 (and NaN) when none.
 Interval interval_of_finite(const std::vector<double>& values);
 // "0.912 +- 0.013" with `digits` decimals, times `scale`; "-" for n = 0.
 std::string interval_text(const Interval& i, int digits, double scale = 1);
+// A mode's difference from 1/sqrt(d_k) on compared metric m, as the tables
+// and claims quote it: "-12.0 +- 3.1 points, p 0.004", "+150 (median) steps, p 0.06".
+std::string comparison_text(const SettingSummary& s, size_t m);
 // A lower-is-better comparison in a table: "**lower**", "**higher**", "no det.".
 const char* lower_higher(Comparison c);
 // A learning curve of (task, d_k, mode) over seeds, or of one layer of it:
@@ -150,6 +177,16 @@ void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std:
 void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
                 int64_t d_k, const std::string& mode, const std::string& layer,
                 double LayerRow::*field);
+// The same curves seed by seed, every seed's path in the one series (a NaN
+// between paths): for recall, whose runs either solve it or do not, a mean
+// over seeds would draw a path no run followed.
+void curve_paths(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                 int64_t d_k, const std::string& mode, double CurveRow::*field);
+void layer_paths(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                 int64_t d_k, const std::string& mode, const std::string& layer,
+                 double LayerRow::*field);
+// Whether a task's outcome is two-valued (solved or not): plotted seed by seed.
+inline bool two_valued(const std::string& task) { return task == "recall"; }
 // mode a - mode b on (task, d_k), paired by seed over the seeds both have finite.
 Interval paired_between(const std::vector<FinalRow>& finals, const std::string& task, int64_t d_k,
                         const std::string& a, const std::string& b, double FinalRow::*field);
@@ -199,6 +236,10 @@ struct DepthRow {
   int64_t layers = 0, layer = 0;     // layer counts from 0 at the input
   int64_t draws = 0;
   Interval grad_norm_wq, grad_norm_wv, grad_norm_ff, token_cosine;  // mean_and_se over draws
+  // The same embeddings through the layers' self-attention alone (no
+  // residual, LayerNorm or feed-forward), where rank collapse is predicted:
+  // the token cosine after this layer.
+  Interval pure_attention_cosine;
 };
 std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& options);
 Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& depth);

@@ -98,8 +98,8 @@ double slow_sample(int64_t j, int layer, Bits& gen) {
 
 const std::vector<std::string>& study_modes() {
   static const std::vector<std::string> modes = {
-      "none",    "inv_sqrt_dk", "inv_dk", "inv_2sqrt_dk", "learned",
-      "qk_norm", kControl,      kReparam, "qk_l2norm",    "learned_log"};
+      "none",   "inv_sqrt_dk", "inv_dk",       "learned",   "qk_norm",
+      kControl, kReparam,      "inv_2sqrt_dk", "qk_l2norm", "learned_log"};
   return modes;
 }
 

@@ -28,6 +28,7 @@
 
 #include "examples/common/csv_log.h"
 #include "examples/common/svg_plot.h"
+#include "examples/stats/inference.h"
 #include "examples/stats/stats.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
@@ -49,8 +50,9 @@ using namespace gradflow::stats;
 // also learn at lr x d_k^(-1/4), which under Adam is 1/sqrt(d_k) in other
 // coordinates (docs/study.md, "Scale versus learning rate"): its curves
 // should lie on 1/sqrt(d_k)'s but for clipping and Adam's eps. Last the
-// two modes only --full trains: qk_l2norm and learned_log. The parts at
-// initialisation (cheap) measure every arm.
+// three arms only --full trains: inv_2sqrt_dk (the seeds' "too flat" half
+// scale, judged at initialisation by default), qk_l2norm and learned_log.
+// The parts at initialisation (cheap) measure every arm.
 const std::vector<std::string>& study_modes();
 // The arms the default run trains: study_modes() but the last three.
 const std::vector<std::string>& default_modes();
@@ -158,11 +160,16 @@ void fill_normal(std::span<float> out, Generator& gen);
 struct TaskSetup {
   std::string task;
   int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;
-  double lr = 2e-3;               // AdamW's peak, after a linear warm-up over 5% of the steps
+  double lr = 2e-3;  // AdamW's peak, after a linear warm-up over 5% of the steps
+  // Stop a run at its first evaluation with this held-out accuracy (0: never):
+  // recall's outcome is whether and when it is solved, so a solved run has
+  // nothing left to show and `steps` is its budget.
+  double stop_at = 0;
   nn::RecallTaskConfig recall{};  // recall only
 };
 TaskSetup reverse_setup();  // encoder-decoder, 1 layer per stack, d_model 32
-TaskSetup recall_setup();   // decoder, 2 layers, d_model 32; 32 keys, 5 pairs, 5 queries
+TaskSetup
+recall_setup();  // decoder, 2 layers, d_model 32; 16 keys, 4 pairs, 4 queries; stops at 99%
 
 // Attention is called collapsed (Zhai et al. 2023) below this entropy_norm.
 inline constexpr double kCollapsedEntropy = 0.1;
@@ -180,7 +187,8 @@ struct CurveRow {
   int64_t step = 0;
   double train_loss = 0, eval_loss = 0, eval_accuracy = 0;
   // A training step since the last row whose loss was above twice its
-  // running median (over the 20 steps before it) and above 0.1.
+  // running median (over the 20 steps before it), more than 6 batch-noise
+  // sds above it (stats.h, loss_spikes) and above 0.1.
   bool spike = false;
 };
 
@@ -214,7 +222,8 @@ struct BlockRow {
 struct FinalRow {
   RunKey run;
   double lr = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;      // the budget
+  int64_t steps_run = 0;  // the updates made: fewer than steps when the run stopped solved
   double final_accuracy = 0, final_loss = 0;
   double steps_to_90 = 0, steps_to_99 = 0;
   bool reached_90 = false, reached_99 = false;
@@ -303,6 +312,10 @@ struct Verdict {
   std::string measured{};  // what this run measured, with 95% intervals
   std::string verdict{};   // holds, partly holds, does not hold, unclear
   std::string reason{};    // each criterion and its outcome
+  // An identity of random variables at initialisation (Var(q.k) = d_k, ...),
+  // judged by an equivalence test and reported apart from the claims about
+  // training; C3 and C4 each have one beside their claim.
+  bool identity = false;
 };
 // "holds" when every one of `parts` criteria passed, "does not hold" when
 // none did, else "partly holds".

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "examples/stats/inference.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -32,7 +33,72 @@ Interval paired(const std::vector<const FinalRow*>& a, const std::vector<const F
   return paired_difference(x, y);
 }
 
+// Runs of a and b on the same seed, matched (a's order).
+std::vector<std::pair<const FinalRow*, const FinalRow*>> pairs_of(
+    const std::vector<const FinalRow*>& a, const std::vector<const FinalRow*>& b) {
+  std::map<int64_t, const FinalRow*> by_seed;
+  for (const FinalRow* r : b) by_seed[r->run.seed] = r;
+  std::vector<std::pair<const FinalRow*, const FinalRow*>> out;
+  for (const FinalRow* r : a)
+    if (auto it = by_seed.find(r->run.seed); it != by_seed.end()) out.emplace_back(r, it->second);
+  return out;
+}
+
+CensoredTime censored_time(const FinalRow& r, const MetricSpec& m) {
+  return {r.*m.field, !(r.*m.reached)};
+}
+
+// A setting's figure for metric m over its runs (SettingSummary::metric).
+Interval summarise_metric(const std::vector<const FinalRow*>& rows, const MetricSpec& m) {
+  if (m.kind == MetricKind::Mean) {
+    std::vector<double> values;
+    for (const FinalRow* r : rows) values.push_back(r->*m.field);
+    return interval_of_finite(values);
+  }
+  if (rows.empty()) return no_interval();
+  if (m.kind == MetricKind::Solved) {
+    int64_t hits = 0;
+    for (const FinalRow* r : rows) hits += r->*m.reached;
+    const auto n = static_cast<int64_t>(rows.size());
+    const BinomialInterval b = exact_binomial_interval(hits, n);
+    Interval i{b.estimate, (b.hi - b.lo) / 2, b.lo, b.hi, n};
+    return i;
+  }
+  std::vector<CensoredTime> times;
+  for (const FinalRow* r : rows) times.push_back(censored_time(*r, m));
+  const KaplanMeierMedian km = kaplan_meier_median(times);
+  return Interval{km.median, (km.hi - km.lo) / 2, km.lo, km.hi, km.n};
+}
+
+// Mode against the reference for metric m: the difference shown and the
+// comparison's p-value (SettingSummary::vs_default, p_value).
+std::pair<Interval, double> compare_metric(const std::vector<const FinalRow*>& rows,
+                                           const std::vector<const FinalRow*>& reference,
+                                           const MetricSpec& m) {
+  if (m.kind == MetricKind::Mean) {
+    const Interval d = paired(rows, reference, m.field);
+    return {d, d.n == 0 ? 1.0 : margin_p_value(d, m.margin)};
+  }
+  const auto pairs = pairs_of(rows, reference);
+  if (pairs.empty()) return {no_interval(), 1.0};
+  if (m.kind == MetricKind::Solved) {
+    int64_t a = 0, b = 0;
+    for (const auto& [x, y] : pairs) a += x->*m.reached, b += y->*m.reached;
+    const auto n = static_cast<int64_t>(pairs.size());
+    return {proportion_difference(a, n, b, n), fisher_exact_p(a, n, b, n)};
+  }
+  std::vector<CensoredTime> a, b;
+  for (const auto& [x, y] : pairs)
+    a.push_back(censored_time(*x, m)), b.push_back(censored_time(*y, m));
+  const CensoredPairedTest t = paired_censored_test(a, b);
+  Interval d{t.median_difference, kNaN, kNaN, kNaN, t.n};
+  return {d, std::abs(t.median_difference) > m.margin ? t.p_value : 1.0};
+}
+
 constexpr double kSpikeFloor = 0.1;  // nats
+// A spike must stand this many batch-noise sds (stats.h, loss_spikes) above
+// the running median: near convergence twice the median is often noise.
+constexpr double kSpikeNoise = 6;
 
 // A curve over seeds: at each step the mean and 95% t-interval of the seeds
 // whose run of (task, d_k, mode), and layer if named, has a finite value
@@ -55,7 +121,36 @@ void band_of(plot::Series& s, const std::vector<Row>& rows, const std::string& t
   }
 }
 
+// Every seed's own path of (task, d_k, mode), and layer if named, in one
+// series: the paths one after another, a NaN between them to lift the pen.
+template <class Row>
+void paths_of(plot::Series& s, const std::vector<Row>& rows, const std::string& task, int64_t d_k,
+              const std::string& mode, const std::string& layer, double Row::*field) {
+  std::map<int64_t, std::vector<std::pair<double, double>>> by_seed;
+  for (const Row& r : rows) {
+    if (r.run.task != task || r.run.d_k != d_k || r.run.mode != mode) continue;
+    if constexpr (requires { r.layer; })
+      if (r.layer != layer) continue;
+    by_seed[r.run.seed].emplace_back(static_cast<double>(r.step), r.*field);
+  }
+  for (const auto& [seed, points] : by_seed) {
+    if (!s.x.empty()) s.x.push_back(kNaN), s.y.push_back(kNaN);
+    for (const auto& [x, y] : points) s.x.push_back(x), s.y.push_back(y);
+  }
+}
+
 }  // namespace
+
+void curve_paths(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                 int64_t d_k, const std::string& mode, double CurveRow::*field) {
+  paths_of(s, curves, task, d_k, mode, "", field);
+}
+
+void layer_paths(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                 int64_t d_k, const std::string& mode, const std::string& layer,
+                 double LayerRow::*field) {
+  paths_of(s, layers, task, d_k, mode, layer, field);
+}
 
 void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
                 int64_t d_k, const std::string& mode, double CurveRow::*field, bool accuracy) {
@@ -117,7 +212,7 @@ void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& tra
   for (auto it = smallest.rbegin(); it != smallest.rend() && counted < last; ++it, ++counted)
     ratio += it->second;
   f.grad_ratio_qv = counted ? ratio / static_cast<double>(counted) : NAN;
-  const std::vector<bool> spikes = loss_spikes(train_losses);
+  const std::vector<bool> spikes = loss_spikes(train_losses, 20, 2.0, 5, kSpikeNoise);
   size_t row = 0;
   for (size_t step = 0; step < spikes.size(); ++step) {
     while (row < c.size() && static_cast<size_t>(c[row].step) < step) ++row;
@@ -130,13 +225,20 @@ void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& tra
   }
 }
 
-const std::vector<MetricSpec>& compared_metrics() {
-  static const std::vector<MetricSpec> metrics = {
+const std::vector<MetricSpec>& compared_metrics(const std::string& task) {
+  static const std::vector<MetricSpec> reverse = {
       {"accuracy", &FinalRow::final_accuracy, true, 0.01, 100, "points", 1},
       {"loss_auc", &FinalRow::loss_auc, false, 0.05, 1, "nats", 2},
-      {"steps_to_90", &FinalRow::steps_to_90, false, 20, 1, "steps", 0},
+      {"steps_to_90", &FinalRow::steps_to_90, false, 20, 1, "steps", 0, MetricKind::Censored,
+       &FinalRow::reached_90},
   };
-  return metrics;
+  static const std::vector<MetricSpec> recall = {
+      {"solved", &FinalRow::steps_to_99, true, 0, 100, "points", 0, MetricKind::Solved,
+       &FinalRow::reached_99},
+      {"steps_to_99", &FinalRow::steps_to_99, false, 20, 1, "steps", 0, MetricKind::Censored,
+       &FinalRow::reached_99},
+  };
+  return task == "recall" ? recall : reverse;
 }
 
 Interval interval_of_finite(const std::vector<double>& values) {
@@ -165,6 +267,7 @@ std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& fina
     s.runs = static_cast<int64_t>(rows.size());
     std::vector<double> logits, seq, ratios;
     for (const FinalRow* r : rows) {
+      s.budget = std::max(s.budget, r->steps);
       s.reached_90 += r->reached_90;
       s.reached_99 += r->reached_99;
       s.diverged += r->diverged;
@@ -175,22 +278,46 @@ std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& fina
     s.max_logit = interval_of_finite(logits);
     s.seq_accuracy = interval_of_finite(seq);
     s.log_grad_ratio = interval_of_finite(ratios);
+    s.log_grad_ratio_vs_default = no_interval();
     const auto reference = runs.find(std::make_tuple(task, d_k, std::string(kDefaultMode)));
-    for (const MetricSpec& m : compared_metrics()) {
-      std::vector<double> values;
-      for (const FinalRow* r : rows) values.push_back(r->*m.field);
-      s.metric.push_back(interval_of_finite(values));
-      if (mode == kDefaultMode || reference == runs.end()) {
-        s.vs_default.push_back(no_interval());
-        s.verdict.push_back(Comparison::NoDetectableDifference);
-      } else {
-        s.vs_default.push_back(paired(rows, reference->second, m.field));
-        s.verdict.push_back(s.vs_default.back().n == 0
-                                ? Comparison::NoDetectableDifference
-                                : compare(s.vs_default.back(), m.margin, m.higher_is_better));
+    const bool compared = mode != kDefaultMode && reference != runs.end();
+    if (compared) {
+      std::vector<double> a, b;
+      for (const auto& [x, y] : pairs_of(rows, reference->second)) {
+        const double la = std::log10(x->grad_ratio_qv), lb = std::log10(y->grad_ratio_qv);
+        if (std::isfinite(la) && std::isfinite(lb)) a.push_back(la), b.push_back(lb);
       }
+      if (!a.empty()) s.log_grad_ratio_vs_default = paired_difference(a, b);
+    }
+    for (const MetricSpec& m : compared_metrics(task)) {
+      s.metric.push_back(summarise_metric(rows, m));
+      auto [diff, p] = compared ? compare_metric(rows, reference->second, m)
+                                : std::make_pair(no_interval(), 1.0);
+      s.vs_default.push_back(diff);
+      s.p_value.push_back(p);
+      s.verdict.push_back(Comparison::NoDetectableDifference);
     }
     out.push_back(s);
+  }
+  // Holm over the modes compared at each (task, d_k, metric): the family a
+  // table row's verdicts belong to. Direction from the difference's sign.
+  std::map<std::tuple<std::string, int64_t, size_t>,
+           std::vector<std::pair<SettingSummary*, size_t>>>
+      families;
+  for (SettingSummary& s : out)
+    for (size_t m = 0; m < s.p_value.size(); ++m)
+      if (s.vs_default[m].n > 0) families[{s.task, s.d_k, m}].emplace_back(&s, m);
+  for (auto& [key, members] : families) {
+    std::vector<double> p;
+    for (const auto& [s, m] : members) p.push_back(s->p_value[m]);
+    const std::vector<double> adjusted = holm(p);
+    for (size_t i = 0; i < members.size(); ++i) {
+      auto [s, m] = members[i];
+      if (!(adjusted[i] < kFamilyLevel)) continue;
+      const MetricSpec& spec = compared_metrics(s->task)[m];
+      const bool higher = s->vs_default[m].mean > 0;
+      s->verdict[m] = higher == spec.higher_is_better ? Comparison::Better : Comparison::Worse;
+    }
   }
   return out;
 }
@@ -202,20 +329,28 @@ const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
   return nullptr;
 }
 
+std::string comparison_text(const SettingSummary& s, size_t m) {
+  const MetricSpec& spec = compared_metrics(s.task)[m];
+  const Interval& d = s.vs_default[m];
+  if (d.n == 0) return "-";
+  const double x = d.mean * spec.scale;
+  std::string text =
+      (x > 0 ? "+" : "") +
+      format_interval(Interval{x, d.half_width * spec.scale, 0, 0, d.n}, spec.digits);
+  if (spec.kind == MetricKind::Censored)
+    text = (x > 0 ? "+" : "") + significant(x, 3) + " (median)";
+  return text + " " + spec.unit + ", p " + significant(s.p_value[m], 2);
+}
+
 TrainingCount count_training(const std::vector<SettingSummary>& training, const std::string& mode) {
   TrainingCount c;
-  const std::vector<MetricSpec>& metrics = compared_metrics();
   for (const SettingSummary& s : training) {
     if (s.mode != mode) continue;
+    const std::vector<MetricSpec>& metrics = compared_metrics(s.task);
     ++c.settings;
     std::string worse, better;
     for (size_t m = 0; m < metrics.size(); ++m) {
-      const Interval& d = s.vs_default[m];
-      const std::string text = metrics[m].name + " " + (d.mean * metrics[m].scale > 0 ? "+" : "") +
-                               format_interval(Interval{d.mean * metrics[m].scale,
-                                                        d.half_width * metrics[m].scale, 0, 0, d.n},
-                                               metrics[m].digits) +
-                               " " + metrics[m].unit;
+      const std::string text = metrics[m].name + " " + comparison_text(s, m);
       if (s.verdict[m] == Comparison::Worse) worse += (worse.empty() ? "" : ", ") + text;
       if (s.verdict[m] == Comparison::Better) better += (better.empty() ? "" : ", ") + text;
     }

@@ -21,7 +21,7 @@ namespace gradflow::study {
 
 TrainOptions train_options(const Settings& settings) {
   TrainOptions o;
-  o.seeds = settings.seeds > 0 ? settings.seeds : settings.full ? 10 : 3;
+  o.seeds = settings.seeds > 0 ? settings.seeds : settings.full ? 10 : 5;
   o.steps = settings.steps;
   if (settings.full) o.modes = study_modes();
   if (!settings.modes.empty()) o.modes = settings.modes;
@@ -65,7 +65,7 @@ namespace {
 Verdict balance_claim(const std::vector<SettingSummary>& training) {
   const int64_t seeds = seeds_of(training);
   Verdict v{"C7",
-            "in training the scale changes how fast and how stably a transformer learns; "
+            "in training the scale changes how fast and how well a transformer learns; "
             "1/sqrt(d_k) is the balanced choice"};
   v.why =
       "Too small a scale starts flat and must grow q and k first; too large a scale "
@@ -98,15 +98,22 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
   v.verdict = !matters ? "unclear" : balanced ? "holds" : "partly holds";
   v.reason = std::string("the scale matters (some mode detectably different): ") + yes_no(matters) +
              "; no mode detectably better than 1/sqrt(d_k) anywhere: " + yes_no(balanced) +
-             " (margins: 1 accuracy point, 0.05 nats of loss AUC, 20 steps)";
+             " (a difference counts when the whole 95% interval is past its margin, 1 accuracy "
+             "point, 0.05 nats of loss AUC, 20 steps, or a solve count differs by Fisher's "
+             "exact test, after Holm's correction over the modes at each task, d_k and metric; "
+             "the stability the seeds' wording adds is left out: the loss-spike counts in "
+             "final_metrics.csv are at batch-noise level, see the spike note)";
   return v;
 }
 
 bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode == "qk_l2norm"; }
 
-// C8: across the runs of the train and lr parts without QK normalisation, larger
-// logits go with lower entropy and a smaller Q/V gradient ratio; with QK
-// normalisation the largest logit stays below the unscaled mode's.
+// C8, within each mode without QK normalisation (a comparison across modes
+// would only say that some modes have larger logits than others): over the
+// mode's runs of the train and lr parts, larger logits go with lower entropy
+// and a smaller Q/V gradient ratio. Runs of one seed share data and initial
+// weights, so the intervals resample seeds, not runs. With QK normalisation
+// the largest logit stays below the unscaled mode's.
 Verdict logit_growth(const std::vector<FinalRow>& runs) {
   Verdict v{"C8",
             "logit growth drives entropy collapse and vanishing Q/K gradients without QK "
@@ -115,7 +122,11 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
       "As q and k align in training, |q.k| grows; the softmax sharpens (entropy falls) and "
       "its Jacobian shrinks, which cuts the gradient to W_Q and W_K but not to W_V "
       "(Dehghani et al. 2023; Wortsman et al. 2023). Normalising q and k bounds the logits.";
-  std::vector<double> logit, entropy, ratio;
+  struct ModeRuns {
+    std::vector<double> logit, entropy, ratio;
+    std::vector<int64_t> seed;
+  };
+  std::map<std::string, ModeRuns> by_mode;
   double normalised_max = 0, unscaled_max = 0;
   for (const FinalRow& r : runs) {
     if (r.run.mode == "none") unscaled_max = std::max(unscaled_max, r.max_logit);
@@ -127,36 +138,72 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     if (!(r.max_logit > 0) || !std::isfinite(r.max_logit) || !std::isfinite(r.min_entropy) ||
         !(r.grad_ratio_qv > 0) || !std::isfinite(r.grad_ratio_qv))
       continue;
-    logit.push_back(std::log(r.max_logit));
-    entropy.push_back(r.min_entropy);
-    ratio.push_back(std::log(r.grad_ratio_qv));
+    ModeRuns& m = by_mode[r.run.mode];
+    m.logit.push_back(std::log(r.max_logit));
+    m.entropy.push_back(r.min_entropy);
+    m.ratio.push_back(std::log(r.grad_ratio_qv));
+    m.seed.push_back(r.run.seed);
   }
-  if (logit.size() < 8) {
-    v.verdict = "unclear", v.reason = "too few runs", v.measured = "-";
+  int modes = 0, collapse = 0, vanish = 0;
+  std::string figures;
+  auto bounds = [](const BootstrapInterval& b) {
+    return significant(b.estimate, 2) + " [" + significant(b.lo, 2) + ", " + significant(b.hi, 2) +
+           "]";
+  };
+  for (const std::string& mode : study_modes()) {
+    auto it = by_mode.find(mode);
+    if (it == by_mode.end() || it->second.logit.size() < 8) continue;
+    const ModeRuns& m = it->second;
+    const BootstrapInterval e = seed_bootstrap_spearman(m.logit, m.entropy, m.seed, 2000, 8);
+    const BootstrapInterval g = seed_bootstrap_spearman(m.logit, m.ratio, m.seed, 2000, 9);
+    ++modes;
+    collapse += e.hi < 0, vanish += g.hi < 0;
+    figures += (figures.empty() ? "" : "; ") + mode + " (" + std::to_string(m.logit.size()) +
+               " runs, " + std::to_string(e.clusters) + " seeds): entropy " + bounds(e) +
+               ", ratio " + bounds(g);
+  }
+  if (modes == 0) {
+    v.verdict = "unclear", v.reason = "too few runs per mode (8 or more needed)", v.measured = "-";
     return v;
   }
-  const Interval with_entropy = spearman_interval(logit, entropy, 2000, 8);
-  const Interval with_ratio = spearman_interval(logit, ratio, 2000, 9);
-  const bool collapses = with_entropy.hi < 0, vanishes = with_ratio.hi < 0;
+  const bool collapses = collapse == modes, vanishes = vanish == modes;
   const bool bounded = normalised_max > 0 && normalised_max < unscaled_max;
   v.measured =
-      "over " + std::to_string(logit.size()) +
-      " runs without QK normalisation (the train and lr parts): Spearman's rho of the largest "
-      "logit with the lowest entropy " +
-      format_bounds(with_entropy) + ", with the final W_Q/W_V gradient ratio " +
-      format_bounds(with_ratio) + "; largest logit with QK normalisation " +
-      significant(normalised_max) + " against " + significant(unscaled_max) + " unscaled";
+      "Spearman's rho within each mode, over its runs of the train and lr parts, of the "
+      "largest logit with the lowest entropy and with the final W_Q/W_V gradient ratio, 95% "
+      "intervals resampling seeds: " +
+      figures + "; largest logit with QK normalisation " + significant(normalised_max) +
+      " against " + significant(unscaled_max) + " unscaled";
   v.verdict = verdict_of(collapses + vanishes + bounded, 3);
-  v.reason =
-      std::string("larger logits, lower entropy (interval below 0): ") + yes_no(collapses) +
-      "; larger logits, smaller Q/V gradient ratio (interval below 0): " + yes_no(vanishes) +
-      "; QK normalisation keeps the largest logit below the unscaled mode's: " + yes_no(bounded) +
-      " (95% bootstrap intervals over runs)";
+  v.reason = "larger logits, lower entropy (interval below 0) in " + std::to_string(collapse) +
+             " of " + std::to_string(modes) +
+             " modes; larger logits, smaller Q/V gradient ratio "
+             "in " +
+             std::to_string(vanish) + " of " + std::to_string(modes) +
+             " (each needs every mode); QK normalisation keeps the largest logit below the "
+             "unscaled mode's: " +
+             yes_no(bounded) +
+             ". Across modes the same correlation would mostly rank the modes' scales.";
   return v;
 }
 
 const char* comparison_word(Comparison c) {
   return c == Comparison::Better ? "**better**" : c == Comparison::Worse ? "**worse**" : "no det.";
+}
+
+std::string metric_cell(const SettingSummary& s, size_t m) {
+  const MetricSpec& spec = compared_metrics(s.task)[m];
+  const Interval& i = s.metric[m];
+  if (i.n == 0) return "-";
+  if (spec.kind == MetricKind::Mean) return interval_text(i, spec.digits, spec.scale);
+  if (spec.kind == MetricKind::Solved)
+    return std::to_string(s.reached_99) + "/" + std::to_string(s.runs) + " [" +
+           significant(i.lo, 2) + ", " + significant(i.hi, 2) + "]";
+  // A Kaplan-Meier median and its interval; ">" when fewer than half got there.
+  auto at = [&](double v) {
+    return std::isfinite(v) ? significant(v, 3) : ">" + std::to_string(s.budget);
+  };
+  return at(i.mean) + " [" + at(i.lo) + ", " + at(i.hi) + "]";
 }
 
 std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>& summary) {
@@ -165,8 +212,11 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
   for (const TaskSetup& t : o.tasks) {
     md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
        << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
-       << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps) << " steps, lr "
-       << significant(t.lr);
+       << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps) << " steps"
+       << (t.stop_at > 0 ? " at most (a run stops at its first evaluation with " +
+                               significant(100 * t.stop_at) + "% held-out accuracy: solved)"
+                         : "")
+       << ", lr " << significant(t.lr);
     if (t.task == "recall")
       md << "; " << t.recall.pairs << " key-value pairs from " << t.recall.n_keys << " keys and "
          << t.recall.n_values << " values, then " << t.recall.queries << " queries";
@@ -179,38 +229,49 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
      << o.batch << "; held-out evaluation every " << o.eval_every << " steps on " << o.eval_examples
      << " fixed examples. " << o.seeds
      << " seeds; within a seed every mode starts from the same weights and sees the same "
-        "batches.\n"
-     << "- Figures: mean over seeds +- the half-width of the 95% t-interval (n = seeds). "
-        "`accuracy` averages the last 10% of evaluations; `steps to 90%` counts a run that "
-        "never got there as its length (the `reached` column says how many did); `loss AUC` "
-        "is the mean held-out loss over training (lower: learned sooner). `vs 1/sqrt(d_k)` is "
-        "the paired difference seed by seed; it is called better or worse only when its 95% "
-        "interval excludes 0 and it passes the margin stated in advance (1 point, 0.05 nats, "
-        "20 steps); otherwise no detectable difference (no det.).\n"
+        "batches, so each mode is compared with 1/sqrt(d_k) seed by seed.\n"
+        "- `reverse`: mean over seeds +- the half-width of the 95% t-interval. `accuracy` "
+        "averages the last 10% of evaluations; `loss AUC` is the mean held-out loss over "
+        "training (lower: learned sooner); `steps to 90%` is a Kaplan-Meier median with its 95% "
+        "interval, since a run that never gets there is censored at the budget (\">250\": fewer "
+        "than half got there).\n"
+        "- `recall`: a run solves the task or stays near chance, so its outcome is a count, "
+        "`solved` (with its exact 95% Clopper-Pearson interval on the share), and the time to "
+        "solve, `steps to 99%` (a Kaplan-Meier median, censored at the budget). Compared with "
+        "Fisher's exact test and the paired censored test (a sign-flip permutation test on "
+        "differences bounded where a run was censored).\n"
+        "- `vs 1/sqrt(d_k)`: the mode's difference seed by seed, and its p-value: for a "
+        "mean, of \"not past the margin\" (1 point, 0.05 nats, 20 steps), so p < 0.05 is the "
+        "whole 95% interval past it. **better** or **worse** after Holm's correction over the "
+        "modes compared at the same task, d_k and metric; else no det. (no detectable "
+        "difference). With 5 seeds a permutation test's smallest p is 1/16: the censored "
+        "comparison can only describe.\n"
         "- `max logit` is the largest |scaled logit| of any layer over the run. `qk_norm`'s "
         "has a ceiling: LayerNorm gives q and k the norm sqrt(d_k) times its gains, so "
         "|q.k| / sqrt(d_k) <= sqrt(d_k) |g_q| |g_k| (4 at d_k 16 while the gains are 1); its "
         "largest logits sit near that ceiling, and their growth with d_k is the ceiling's, not "
         "a sharper attention's.\n\n";
-  const std::vector<MetricSpec>& metrics = compared_metrics();
-  md << "| task | d_k | mode | accuracy (points) | steps to 90% | reached | loss AUC | "
-        "vs 1/sqrt(d_k): accuracy | loss AUC | steps to 90% | max logit |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const SettingSummary& s : summary) {
-    md << "| " << s.task << " | " << s.d_k << " | " << s.mode << " | "
-       << interval_text(s.metric[0], 1, 100) << " | " << interval_text(s.metric[2], 0) << " | "
-       << s.reached_90 << "/" << s.runs << " | " << interval_text(s.metric[1], 2) << " | ";
-    for (size_t m = 0; m < metrics.size(); ++m) {  // accuracy, loss AUC, steps to 90%
-      if (s.mode == kDefaultMode) {
-        md << "(reference) | ";
-        continue;
-      }
-      md << interval_text(s.vs_default[m], metrics[m].digits, metrics[m].scale) << " "
-         << comparison_word(s.verdict[m]) << " | ";
+  for (const TaskSetup& t : o.tasks) {
+    const std::vector<MetricSpec>& metrics = compared_metrics(t.task);
+    md << "| task | d_k | mode |";
+    for (const MetricSpec& m : metrics) md << " " << m.name << " |";
+    md << " vs 1/sqrt(d_k): ";
+    for (size_t m = 0; m < metrics.size(); ++m) md << (m ? " | " : "") << metrics[m].name;
+    md << " | max logit |\n|";
+    for (size_t c = 0; c < 5 + 2 * metrics.size(); ++c) md << "---|";
+    md << "\n";
+    for (const SettingSummary& s : summary) {
+      if (s.task != t.task) continue;
+      md << "| " << s.task << " | " << s.d_k << " | " << s.mode << " | ";
+      for (size_t m = 0; m < metrics.size(); ++m) md << metric_cell(s, m) << " | ";
+      for (size_t m = 0; m < metrics.size(); ++m)
+        md << (s.mode == kDefaultMode ? "(reference)"
+                                      : comparison_text(s, m) + " " + comparison_word(s.verdict[m]))
+           << " | ";
+      md << significant(s.max_logit.mean, 3) << " |\n";
     }
-    md << significant(s.max_logit.mean, 3) << " |\n";
+    md << "\n";
   }
-  md << "\n";
   return md.str();
 }
 
@@ -301,6 +362,46 @@ std::vector<std::string> modes_of(const TrainResult& b) {
   return out;
 }
 
+// A two-valued task's outcome, one dot per run: the steps to solve it, or
+// above the budget for a run that never did. Modes side by side around each
+// d_k, seeds a little apart within a mode; one series per mode whose dots a
+// NaN keeps apart.
+plot::Figure solve_dots(const TrainResult& b, const std::string& task) {
+  plot::Figure f = figure(task + ": steps to solve, one dot per run", "d_k", true,
+                          "steps to 99% held-out accuracy", false);
+  double budget = 0;
+  for (const FinalRow& r : b.finals)
+    if (r.run.task == task) budget = std::max(budget, static_cast<double>(r.steps));
+  const std::vector<std::string>& modes = study_modes();
+  for (size_t i = 0; i < modes.size(); ++i) {
+    plot::Series s = mode_series(modes[i], true);
+    for (const FinalRow& r : b.finals) {
+      if (r.run.task != task || r.run.mode != modes[i]) continue;
+      const double shift =
+          0.07 * (static_cast<double>(i) - 3) + 0.012 * static_cast<double>(r.run.seed % 5 - 2);
+      s.x.insert(s.x.end(), {static_cast<double>(r.run.d_k) * std::exp(shift), kNaN});
+      s.y.insert(s.y.end(),
+                 {r.reached_99 ? r.steps_to_99
+                               : budget * (1.06 + 0.01 * static_cast<double>(r.run.seed % 5)),
+                  kNaN});
+    }
+    f.series.push_back(s);
+  }
+  plot::Series line{.label = "budget (above: not solved)", .dashed = true, .color = "#888"};
+  for (const FinalRow& r : b.finals)
+    if (r.run.task == task) {
+      line.x.push_back(static_cast<double>(r.run.d_k));
+    }
+  std::sort(line.x.begin(), line.x.end());
+  if (!line.x.empty()) {
+    line.x = {line.x.front() * 0.7, line.x.back() * 1.4};
+    line.y = {budget, budget};
+  }
+  f.series.push_back(line);
+  f.y.min = 0, f.y.max = budget * 1.15;
+  return f;
+}
+
 std::vector<PlotFile> train_figures(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<PlotFile> out;
@@ -314,8 +415,9 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
       if (accuracy) f.y.min = 0, f.y.max = 1;
       for (const std::string& mode : study_modes()) {
         plot::Series s = mode_series(mode);
-        if (std::find(modes.begin(), modes.end(), mode) != modes.end())
-          curve_band(s, b.curves, task, d_k, mode, field, accuracy);
+        const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
+        if (trained && two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, field);
+        if (trained && !two_valued(task)) curve_band(s, b.curves, task, d_k, mode, field, accuracy);
         f.series.push_back(s);
       }
       panels.push_back(f);
@@ -326,15 +428,17 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
       {"accuracy_curves.svg",
        plot::render_svg_grid(curve_panels("held-out accuracy", false, &CurveRow::eval_accuracy), 3,
                              {.share_y = true, .legend_once = true}),
-       "Held-out accuracy against training step, one panel per task and d_k: the mean over "
-       "seeds with its 95% t-interval shaded (cut at 0 and 1; every mode of a seed starts "
-       "from the same weights and sees the same batches)."});
+       "Held-out accuracy against training step, one panel per task and d_k. reverse: the "
+       "mean over seeds with its 95% t-interval shaded (cut at 0 and 1; every mode of a seed "
+       "starts from the same weights and sees the same batches). recall: every seed's own "
+       "run, one line each, since a run either solves it (and stops at 99%) or stays near "
+       "chance, and a mean of the two would draw a path no run followed."});
   out.push_back(
       {"loss_curves.svg",
        plot::render_svg_grid(curve_panels("held-out loss", true, &CurveRow::eval_loss), 3,
                              {.share_y = true, .legend_once = true}),
        "Held-out cross-entropy against training step (log y), one panel per task and d_k: "
-       "mean over seeds with its 95% interval shaded."});
+       "reverse, the mean over seeds with its 95% interval shaded; recall, every seed's run."});
   auto layer_panels = [&](const std::string& y, double LayerRow::*field) {
     std::vector<plot::Figure> panels;
     for (const auto& [task, d_k] : settings)
@@ -363,6 +467,10 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
   for (const auto& [task, d_k] : settings)
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
   for (const std::string& task : tasks) {
+    if (two_valued(task)) {
+      finals.push_back(solve_dots(b, task));
+      continue;
+    }
     plot::Figure f = figure(task, "d_k", true, "final held-out accuracy", false);
     f.y.min = 0, f.y.max = 1;
     for (const std::string& mode : study_modes()) {
@@ -381,10 +489,12 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
     finals.push_back(f);
   }
   out.push_back(
-      {"final_accuracy.svg",
-       plot::render_svg_grid(finals, 2, {.share_y = true, .legend_once = true}),
-       "Final held-out accuracy (the mean of the last 10% of evaluations) against d_k, log x: "
-       "mean over seeds with its 95% t-interval (cut at 0 and 1)."});
+      {"final_accuracy.svg", plot::render_svg_grid(finals, 2, {.legend_once = true}),
+       "The outcome of every trained setting against d_k (log x). reverse: final held-out "
+       "accuracy (the mean of the last 10% of evaluations), the mean over seeds with its 95% "
+       "t-interval. recall: one dot per run, at the step it first reached 99% held-out "
+       "accuracy (and stopped), or above the dashed budget line when it never did; the "
+       "modes sit side by side around each d_k."});
   return out;
 }
 
@@ -405,7 +515,10 @@ plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int6
   plot::Figure f = figure(title, "step", false, y, true);
   for (const std::string& mode : study_modes()) {
     plot::Series s = mode_series(mode);
-    if (std::find(modes.begin(), modes.end(), mode) != modes.end())
+    const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
+    if (trained && two_valued(task))
+      layer_paths(s, b.layers, task, d_k, mode, key_layer(task), field);
+    if (trained && !two_valued(task))
       layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
     f.series.push_back(s);
   }

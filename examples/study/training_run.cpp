@@ -36,9 +36,15 @@ TaskSetup recall_setup() {
           .layers = 2,
           .d_ff = 64,
           .heads = 1,
-          .steps = 350,
+          .steps = 450,
           .lr = 3e-3,
-          .recall = {.n_keys = 32, .n_values = 32, .pairs = 5, .queries = 5}};
+          .stop_at = 0.99,
+          // 16 keys and 4 pairs rather than 32 and 5: 1/sqrt(d_k) then solves
+          // the task in every seed tried (15 of 15 at each of d_k 16, 64 and
+          // 256, within 460 steps, 90 to 390 at d_k 256) instead of 5 to 8 of
+          // 9 within 350 steps, so whether a mode solves it is a property of
+          // the mode, not of the seed.
+          .recall = {.n_keys = 16, .n_values = 16, .pairs = 4, .queries = 4}};
 }
 
 namespace {
@@ -364,6 +370,7 @@ RunOutput train_one(const RunSpec& spec) {
   out.final.steps = steps;
   out.final.qk_std_init = qk_std(model, eval.front());
   std::vector<double> train_losses;
+  bool solved = false;
   for (int64_t step = 0; step <= steps; ++step) {
     const bool eval_step = step % spec.eval_every == 0 || step == steps;
     if (step == steps) {  // after the last update: one more evaluation
@@ -394,13 +401,16 @@ RunOutput train_one(const RunSpec& spec) {
       if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
       auto [eval_loss, eval_acc] = evaluate(model, eval);
       out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
+      solved = task.stop_at > 0 && eval_acc >= task.stop_at;
     }
     std::vector<Variable> params = opt.first->params();
     if (opt.hidden)
       params.insert(params.end(), opt.hidden->params().begin(), opt.hidden->params().end());
     nn::clip_grad_norm(params, 1.0);
     opt.step();
+    out.final.steps_run = step + 1;
     if (eval_step) record_updates(model, b, before, out.layers);
+    if (solved) break;  // after this step's update, so its update columns are filled
   }
   if (!out.curves.empty()) summarise_run(out, steps, train_losses);
   out.final.qk_std = out.final.diverged ? NAN : qk_std(model, eval.front());

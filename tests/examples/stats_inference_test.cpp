@@ -77,6 +77,26 @@ TEST(StudyInference, ClopperPearsonRejectsBadCounts) {
   EXPECT_THROW(exact_binomial_interval(5, 10, kNaN), Error);
 }
 
+// ---- Fisher's exact test ------------------------------------------------------------
+
+TEST(StudyInference, FisherExactByHand) {
+  // 5 of 5 against 0 of 5: only the observed table and its mirror are as
+  // unlikely, each 1 / C(10, 5) = 1 / 252.
+  EXPECT_NEAR(fisher_exact_p(5, 5, 0, 5), 2.0 / 252, 1e-12);
+  EXPECT_NEAR(fisher_exact_p(0, 5, 5, 5), 2.0 / 252, 1e-12);
+  // 3 of 5 against 1 of 5: K = 4 hits of 10, arm a's hits k = 0..4 have
+  // probabilities 6, 60, 120, 60, 6 (/ 252); k = 3 (60) and every table no
+  // likelier: (6 + 60 + 60 + 6) / 252.
+  EXPECT_NEAR(fisher_exact_p(3, 5, 1, 5), 132.0 / 252, 1e-12);
+  // Equal counts: every table counts, p = 1.
+  EXPECT_NEAR(fisher_exact_p(2, 4, 2, 4), 1.0, 1e-12);
+  // Unequal sizes: 3 of 3 against 0 of 4, K = 3 of 7: P(k = 3) = 1 / C(7, 3) = 1 / 35;
+  // k = 0 has C(4, 3) / 35 = 4 / 35, likelier, so p = 1 / 35.
+  EXPECT_NEAR(fisher_exact_p(3, 3, 0, 4), 1.0 / 35, 1e-12);
+  EXPECT_THROW(fisher_exact_p(6, 5, 0, 5), Error);
+  EXPECT_THROW(fisher_exact_p(0, 0, 0, 5), Error);
+}
+
 // ---- Holm -------------------------------------------------------------------------
 
 TEST(StudyInference, HolmByHand) {

@@ -51,8 +51,16 @@ TEST(StudyPartA, EstimatesAgreeWithTheoryAndAnIndependentEstimate) {
       EXPECT_TRUE(std::isnan(r.entropy_norm.mean));
       continue;
     }
-    // Fewer keys, more draws: 64 x 64 / 8 for 8 keys.
-    EXPECT_EQ(r.draws, r.n_keys == 8 ? 512 : 64) << r.mode;
+    // Fewer keys, more draws: 64 x 64 / 8 for 8 keys; then, for a variance
+    // with a formula, as many more (up to 16 times) as the equivalence test
+    // needs for a true identity to fail in under 1% of base seeds.
+    const int64_t first = r.n_keys == 8 ? 512 : 64;
+    if (std::isfinite(r.logit_var_theory)) {
+      EXPECT_GE(r.draws, first) << r.mode;
+      EXPECT_LE(r.draws, 16 * first) << r.mode;
+    } else {
+      EXPECT_EQ(r.draws, first) << r.mode;
+    }
     if (std::isfinite(r.logit_var_theory)) {  // within 5 standard errors of d_k s^2
       EXPECT_NEAR(r.logit_var.mean, r.logit_var_theory, 5 * r.logit_var.se)
           << r.mode << " d_k " << r.d_k << " n " << r.n_keys;

@@ -305,7 +305,7 @@ TEST(StudyStats, BootstrapRejectsBadArguments) {
 
 TEST(StudyStats, CompareEveryBranch) {
   using C = Comparison;
-  // Interval above 0 and mean above the margin: better when higher is better.
+  // The whole interval above the margin: better when higher is better.
   EXPECT_EQ(compare(diff_of(3.2, 1.1), 1, true), C::Better);
   EXPECT_EQ(compare(diff_of(3.2, 1.1), 1, false), C::Worse);
   // Interval below 0, mean below -margin.
@@ -319,44 +319,69 @@ TEST(StudyStats, CompareEveryBranch) {
   EXPECT_EQ(compare(diff_of(2.0, 3.0), 1, true), C::NoDetectableDifference);
   EXPECT_EQ(compare(diff_of(-2.0, 3.0), 1, true), C::NoDetectableDifference);
   EXPECT_EQ(compare(diff_of(2.0, 2.0), 1, true), C::NoDetectableDifference);
+  // The mean past the margin but not the whole interval: 1.6 +- 0.5 reaches down to 1.1 > 1,
+  // better; 1.4 +- 0.5 reaches 0.9 < 1, not.
+  EXPECT_EQ(compare(diff_of(1.6, 0.5), 1, true), C::Better);
+  EXPECT_EQ(compare(diff_of(1.4, 0.5), 1, true), C::NoDetectableDifference);
+  EXPECT_EQ(compare(diff_of(-1.4, 0.5), 1, true), C::NoDetectableDifference);
   // Margin 0: excluding 0 is enough.
   EXPECT_EQ(compare(diff_of(0.01, 0.005), 0, true), C::Better);
   // One seed: never a verdict, whatever the mean.
   EXPECT_EQ(compare(diff_of(50, kNaN, 1), 1, true), C::NoDetectableDifference);
-  // From data: d = {2, 1, 2}, 1.667 +- 1.434 excludes 0 and beats margin 1.
-  const std::vector<double> a = {10, 12, 11}, b = {8, 11, 9};
-  EXPECT_EQ(compare(paired_difference(a, b), 1, true), C::Better);
-  EXPECT_EQ(compare(paired_difference(a, b), 2, true), C::NoDetectableDifference);
+  // From data: d = {2, 1, 2}, 1.667 +- 1.434 ([0.233, 3.101]) excludes 0 but
+  // not margin 1; d = {3, 2, 3}, 2.667 +- 1.434 ([1.233, 4.101]) is past it.
+  const std::vector<double> a = {10, 12, 11}, b = {8, 11, 9}, c = {7, 10, 8};
+  EXPECT_EQ(compare(paired_difference(a, b), 0, true), C::Better);
+  EXPECT_EQ(compare(paired_difference(a, b), 1, true), C::NoDetectableDifference);
+  EXPECT_EQ(compare(paired_difference(a, c), 1, true), C::Better);
   expect_error([] { compare(diff_of(1, 1), -1, true); }, "compare: margin must be >= 0");
   expect_error([] { compare(diff_of(1, 1), kNaN, true); }, "compare: margin");
 }
 
 TEST(StudyStats, DescribeEveryVerdict) {
   EXPECT_EQ(describe(diff_of(-3.2, 1.1), 1, true, "points"),
-            "worse by 3.2 +- 1.1 points (n = 3, 95% t-interval excludes 0, margin 1)");
+            "worse by 3.2 +- 1.1 points (n = 3, the whole 95% t-interval past the margin 1)");
   // Lower is better (a loss): a negative difference is an improvement.
   EXPECT_EQ(describe(diff_of(-0.05, 0.01, 5), 0.01, false, "", 2),
-            "better by 0.05 +- 0.01 (n = 5, 95% t-interval excludes 0, margin 0.01)");
+            "better by 0.05 +- 0.01 (n = 5, the whole 95% t-interval past the margin 0.01)");
   EXPECT_EQ(describe(diff_of(-0.4, 2.0), 1, true, "points"),
             "no detectable difference with 3 seeds (difference -0.4 +- 2.0 points, "
             "95% t-interval includes 0)");
   EXPECT_EQ(describe(diff_of(0.4, 0.2), 1, true, "points"),
-            "difference within margin 1 with 3 seeds (difference 0.4 +- 0.2 points, "
+            "no difference past the margin 1 with 3 seeds (difference 0.4 +- 0.2 points, "
             "95% t-interval excludes 0)");
   EXPECT_EQ(describe(diff_of(-0.4, kNaN, 1), 1, true, "points"),
             "no detectable difference with 1 seed (difference -0.4 points, no interval)");
   // From data: d = {2, 1, 2} is 1.667 +- 1.434.
   const std::vector<double> a = {10, 12, 11}, b = {8, 11, 9};
   EXPECT_EQ(describe(paired_difference(a, b), 1, true, "points"),
-            "better by 1.7 +- 1.4 points (n = 3, 95% t-interval excludes 0, margin 1)");
+            "no difference past the margin 1 with 3 seeds (difference 1.7 +- 1.4 points, "
+            "95% t-interval excludes 0)");
   EXPECT_EQ(describe(paired_difference(a, b, 0.9), 0.5, false, "%", 2),
-            "worse by 1.67 +- 0.97 % (n = 3, 90% t-interval excludes 0, margin 0.5)");
+            "worse by 1.67 +- 0.97 % (n = 3, the whole 90% t-interval past the margin 0.5)");
   Interval boot = diff_of(2, 1, 4);
   boot.method = IntervalMethod::PercentileBootstrap;
   EXPECT_EQ(describe(boot, 0, true, "points"),
-            "better by 2.0 +- 1.0 points (n = 4, 95% bootstrap interval excludes 0, margin 0)");
+            "better by 2.0 +- 1.0 points (n = 4, the whole 95% bootstrap interval past the "
+            "margin 0)");
   expect_error([] { describe(diff_of(1, 1), -0.5, true, ""); }, "describe: margin");
   expect_error([] { describe(diff_of(1, 1), 1, true, "", -1); }, "describe: digits");
+}
+
+TEST(StudyStats, MarginPValueMatchesTheShiftedTTest) {
+  // d = {3, 2, 3}: mean 2.667, sd 0.5774, se 0.3333, df 2. Past margin 1 by
+  // 1.667 = 5.0 se; P(T_2 > 5) = (1 - 5 / sqrt(27)) / 2 (the t_2 CDF in
+  // closed form: 1/2 + t / (2 sqrt(2 + t^2))), so p = 1 - 5 / sqrt(27).
+  const std::vector<double> a = {10, 12, 11}, c = {7, 10, 8};
+  const Interval d = paired_difference(a, c);
+  EXPECT_NEAR(margin_p_value(d, 1), 1 - 5 / std::sqrt(27.0), 1e-9);
+  // p < 0.05 exactly when the whole 95% interval is past the margin.
+  EXPECT_LT(margin_p_value(d, 1), 0.05);
+  EXPECT_GT(margin_p_value(d, 1.3), 0.05);  // lo = 1.233 < 1.3
+  EXPECT_EQ(compare(d, 1.3, true), Comparison::NoDetectableDifference);
+  EXPECT_EQ(margin_p_value(d, 3), 1);                    // mean within the margin
+  EXPECT_EQ(margin_p_value(diff_of(5, kNaN, 1), 1), 1);  // one seed
+  expect_error([&] { margin_p_value(d, -1); }, "margin_p_value: margin must be >= 0");
 }
 
 // ---- loss spikes -----------------------------------------------------------
@@ -394,6 +419,23 @@ TEST(StudyStats, LossSpikesDefaultsAndEdges) {
   expect_error([&] { loss_spikes(loss, 0); }, "loss_spikes: window must be >= 1");
   expect_error([&] { loss_spikes(loss, 4, 0.0); }, "loss_spikes: factor must be > 0");
   expect_error([&] { loss_spikes(loss, 4, 2.0, 0); }, "loss_spikes: min_history must be >= 1");
+  expect_error([&] { loss_spikes(loss, 4, 2.0, 5, -1); },
+               "loss_spikes: noise_multiple must be >= 0");
+}
+
+TEST(StudyStats, LossSpikesAgainstBatchNoise) {
+  // Index 5 judged on the window {1.5, 0.5, 1.2, 0.8}: median 1.0, absolute
+  // deviations {0.5, 0.5, 0.2, 0.2} with median 0.35, noise 1.4826 x 0.35 =
+  // 0.51891. 2.1 is twice the median and more, but only 1.1 above it, within
+  // 3 x 0.51891 = 1.5567: batch noise, no spike. 2.7 is 1.7 above: a spike.
+  const std::vector<double> noisy = {1.0, 1.5, 0.5, 1.2, 0.8, 2.1};
+  EXPECT_FALSE(loss_spikes(noisy, 4, 2.0, 5, 3.0)[5]);
+  EXPECT_TRUE(loss_spikes(noisy, 4, 2.0, 5, 0.0)[5]);  // without the noise test it counts
+  const std::vector<double> real = {1.0, 1.5, 0.5, 1.2, 0.8, 2.7};
+  EXPECT_TRUE(loss_spikes(real, 4, 2.0, 5, 3.0)[5]);
+  // A flat window has no noise: any rise past the factor counts.
+  const std::vector<double> flat = {1, 1, 1, 1, 1, 2.01};
+  EXPECT_TRUE(loss_spikes(flat, 4, 2.0, 5, 6.0)[5]);
 }
 
 // ---- formatting ------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "examples/study/parts.h"
 #include "tensor/ops.h"
@@ -108,9 +109,18 @@ TEST(StudySummary, PairedDifferencesAndVerdictsByHand) {
   EXPECT_EQ(none->verdict[0], Comparison::Worse);
   EXPECT_NEAR(none->vs_default[1].mean, 0, 1e-12);
   EXPECT_EQ(none->verdict[1], Comparison::NoDetectableDifference);
-  // Steps: {50, 51, 52} more, mean 51, s = 1: excluded 0, past the 20-step margin.
+  // The accuracy's p: t = (0.10 - 0.01) / (0.02 / sqrt(3)) = 7.794 past the
+  // margin, df 2: p = 1 - t / sqrt(2 + t^2) = 0.01635 (alone in its Holm family).
+  EXPECT_NEAR(none->p_value[0], 1 - 7.7942286 / std::sqrt(2 + 7.7942286 * 7.7942286), 1e-6);
+  // Steps to 90%: none never got there (censored at 150, 151, 152), the
+  // reference did at 100: paired censored differences {50, 51, 52}, median
+  // 51; all three of one sign give the exact sign-flip p 2 / 8 = 0.25, so with
+  // 3 seeds a censored comparison can only describe.
   EXPECT_NEAR(none->vs_default[2].mean, 51, 1e-12);
-  EXPECT_EQ(none->verdict[2], Comparison::Worse);
+  EXPECT_NEAR(none->p_value[2], 0.25, 1e-12);
+  EXPECT_EQ(none->verdict[2], Comparison::NoDetectableDifference);
+  // Kaplan-Meier median of the reference's steps: all three at 100.
+  EXPECT_NEAR(find_setting(s, "reverse", 16, "inv_sqrt_dk")->metric[2].mean, 100, 1e-12);
   const SettingSummary* ref = find_setting(s, "reverse", 16, "inv_sqrt_dk");
   EXPECT_EQ(ref->vs_default[0].n, 0);  // the reference is not compared with itself
   EXPECT_NEAR(ref->metric[0].mean, 0.98, 1e-12);
@@ -119,12 +129,12 @@ TEST(StudySummary, PairedDifferencesAndVerdictsByHand) {
 TEST(StudySummary, ADivergedRunDropsOnlyItsOwnPairs) {
   std::vector<FinalRow> rows;
   for (int64_t seed = 0; seed < 3; ++seed) {
-    rows.push_back(run("recall", 64, "inv_sqrt_dk", seed, 0.99, 1.0, 100));
-    rows.push_back(run("recall", 64, "none", seed, 0.2, seed == 1 ? NAN : 3.0, 350));
+    rows.push_back(run("reverse", 64, "inv_sqrt_dk", seed, 0.99, 1.0, 100));
+    rows.push_back(run("reverse", 64, "none", seed, 0.2, seed == 1 ? NAN : 3.0, 350));
   }
   rows.back().diverged = true;
   std::vector<SettingSummary> s = summarise_training(rows);
-  const SettingSummary* none = find_setting(s, "recall", 64, "none");
+  const SettingSummary* none = find_setting(s, "reverse", 64, "none");
   EXPECT_EQ(none->metric[1].n, 2);      // the NaN loss AUC is left out
   EXPECT_EQ(none->vs_default[1].n, 2);  // and so is its pair
   EXPECT_EQ(none->vs_default[0].n, 3);  // accuracy keeps all three
@@ -164,23 +174,35 @@ std::vector<InitRow> ideal_rows(double none_error) {
   return rows;
 }
 
+// The verdict with this id, an identity or the claim.
+const Verdict& verdict_of_id(const std::vector<Verdict>& v, const std::string& id, bool identity) {
+  for (const Verdict& x : v)
+    if (x.id == id && x.identity == identity) return x;
+  throw std::runtime_error("no verdict " + id);
+}
+
 TEST(StudyVerdicts, FollowTheNumbers) {
   std::vector<Verdict> ok = init_claims(ideal_rows(0.01), {});
-  ASSERT_EQ(ok.size(), 6u);
-  EXPECT_EQ(ok[0].verdict, "holds");  // C1: 1% off, interval within 5%
-  EXPECT_EQ(ok[1].verdict, "holds");
-  EXPECT_EQ(ok[2].verdict, "holds");  // C3 without training: variance and flatness
-  EXPECT_EQ(ok[4].verdict, "holds");  // C5 at init: saturated, small Jacobian, small dL/dS
-  EXPECT_EQ(ok[5].verdict, "holds");  // C6
+  // C1 to C4's variances are identities; C3 and C4 also make a claim.
+  ASSERT_EQ(ok.size(), 8u);
+  EXPECT_EQ(verdict_of_id(ok, "C1", true).verdict, "holds");  // 1% off: equivalent within 5%
+  EXPECT_EQ(verdict_of_id(ok, "C2", true).verdict, "holds");
+  EXPECT_EQ(verdict_of_id(ok, "C3", true).verdict, "holds");
+  EXPECT_EQ(verdict_of_id(ok, "C4", true).verdict, "holds");
+  EXPECT_EQ(verdict_of_id(ok, "C3", false).verdict, "holds");  // without training: flatness
+  EXPECT_EQ(verdict_of_id(ok, "C5", false).verdict, "holds");  // saturated, small Jacobian
+  EXPECT_EQ(verdict_of_id(ok, "C6", false).verdict, "holds");
   EXPECT_EQ(train_claims({}, {}, {})[0].verdict, "unclear");  // C7 needs training
   std::vector<Verdict> off = init_claims(ideal_rows(0.2), {});
   EXPECT_EQ(off[0].verdict, "does not hold");  // a 20% error, well outside 1 +- 5%
   EXPECT_NE(off[0].reason.find("1.2"), std::string::npos) << off[0].reason;
   std::vector<Verdict> edge = init_claims(ideal_rows(0.049), {});
-  // 1.049 +- 1.96e-4 x 1.049 lies within [0.95, 1.05]: holds; at 5.5% the
-  // interval is wholly outside.
+  // TOST: 1.049 +- 1.645 x 1e-4 x 1.049 (the 90% interval) lies within
+  // [0.95, 1.05]: equivalent, holds; at 5.5% the 95% interval is wholly outside.
   EXPECT_EQ(edge[0].verdict, "holds");
   EXPECT_EQ(init_claims(ideal_rows(0.055), {})[0].verdict, "does not hold");
+  // 5.0% off with se 1e-4: neither shown equivalent nor wholly outside.
+  EXPECT_EQ(init_claims(ideal_rows(0.05), {})[0].verdict, "unclear");
 }
 
 TEST(StudyVerdicts, C7WeighsThePairedComparisons) {
