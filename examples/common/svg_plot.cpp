@@ -44,33 +44,6 @@ std::string exact(double v) {
   return ec == std::errc() ? std::string(buf, end) : "1";
 }
 
-std::string escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // Control characters other than tab and newline are not allowed anywhere in XML 1.0.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
-    }
-  }
-  return out;
-}
-
 void check_axis(const Axis& axis, const char* name) {
   for (const auto& limit : {axis.min, axis.max}) {
     if (limit && !drawable(*limit, axis.log)) {
@@ -244,9 +217,9 @@ void draw_spread(std::string& out, const Series& s, int index, const Layout& l) 
 void put_text(std::string& out, double x, double y, double size, std::string_view extra,
               std::string_view body, std::string_view exponent = "") {
   put(out, "<text x=\"", num(x), "\" y=\"", num(y), "\" font-size=\"", num(size), "\"", extra, ">",
-      escape(body));
+      escape_xml(body));
   if (!exponent.empty()) {
-    put(out, "<tspan dy=\"-5\" font-size=\"", num(kExponentFont), "\">", escape(exponent),
+    put(out, "<tspan dy=\"-5\" font-size=\"", num(kExponentFont), "\">", escape_xml(exponent),
         "</tspan>");
   }
   out += "</text>\n";
@@ -363,6 +336,33 @@ std::string document(int width, int height, std::string_view body) {
 }
 
 }  // namespace
+
+std::string escape_xml(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // Control characters other than tab and newline are not allowed anywhere in XML 1.0.
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
+    }
+  }
+  return out;
+}
 
 std::string_view palette_color(int index) {
   return kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize];

@@ -110,4 +110,8 @@ std::string render_svg_grid(const std::vector<Figure>& figures, int columns,
 inline constexpr int kPaletteSize = 8;
 std::string_view palette_color(int index);
 
+// `text` made safe inside an SVG element or a quoted attribute: & < > " ' as entities, and the
+// control characters XML 1.0 forbids (all but tab and newline) dropped. svg_heatmap.h uses it too.
+std::string escape_xml(std::string_view text);
+
 }  // namespace gradflow::plot

@@ -99,6 +99,7 @@ struct TrainResult {
   std::vector<CurveRow> curves;
   std::vector<LayerRow> layers;
   std::vector<FinalRow> finals;
+  std::vector<std::pair<RunKey, AttentionMap>> maps;  // the first seed's runs
 };
 // The part's runs, as it trains them (also for the memory check before it does).
 std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& options);
@@ -223,6 +224,10 @@ plot::Figure key_layer_panel(const TrainResult& result, const std::string& task,
 // and control - 1/sqrt(d_k); its table ("" without those arms) and figure.
 std::string update_table(const TrainResult& result);
 PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
+// Also the figure of the attention maps (AttentionMap) of the first seed at
+// the smallest and largest d_k, per task and arm, at initialisation and at
+// the end. REQUIRES: result.maps is not empty.
+PlotFile attention_maps_figure(const TrainResult& result);
 
 // ---- depth: gradient flow across depth at initialisation (depth.cpp) ----------------------
 struct DepthOptions {

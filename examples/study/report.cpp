@@ -71,7 +71,8 @@ const std::vector<std::string>& study_files() {
                                                  "width_lr.svg",
                                                  "width_best_lr.svg",
                                                  "depth_train_loss.svg",
-                                                 "gradient_and_update.svg"};
+                                                 "gradient_and_update.svg",
+                                                 "attention_maps.svg"};
   return files;
 }
 

@@ -5,7 +5,9 @@
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
 //   train        train.cpp (summary.cpp, train_update.cpp)
-//                                       small transformers trained per mode
+//                                       small transformers trained per mode;
+//                                       train_update.cpp: the update beside
+//                                       the gradient, and the attention maps
 //   depth        depth.cpp              gradient flow across depth at init
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
@@ -268,7 +270,22 @@ struct RunSpec {
   bool pre_ln = true;
   Parametrization parametrization = Parametrization::Standard;
   bool record_blocks = false;  // per-block gradient norms at each evaluation
+  bool record_maps = false;    // the key layer's attention on one example (AttentionMap)
   uint64_t seed = 0;           // the study's base seed
+};
+
+// What the layer where the task looks its answer up (key_layer) attends to on
+// held-out example 0, head 0, before the first update and after the last:
+// weights (queries x keys, row-major, each row summing to 1; a hidden key,
+// causal or padding, weighs 0), cropped to the example's real length
+// (reverse: its target positions and non-PAD source keys; recall: every
+// position), and their entropy_norm as attention_stats computes it. `end`
+// is empty, and entropy_end NaN, when the run diverged.
+struct AttentionMap {
+  std::string layer{};
+  int64_t queries = 0, keys = 0;
+  std::vector<float> init{}, end{};
+  double entropy_init = 0, entropy_end = 0;
 };
 
 struct RunOutput {
@@ -276,6 +293,7 @@ struct RunOutput {
   std::vector<LayerRow> layers;
   std::vector<BlockRow> blocks;
   FinalRow final;
+  std::vector<AttentionMap> maps;  // one when RunSpec::record_maps, else none
 };
 
 // A run's FinalRow from its evaluations and training losses (summary.cpp):

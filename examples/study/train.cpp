@@ -42,6 +42,7 @@ std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o)
           spec.batch = o.batch, spec.eval_every = o.eval_every;
           spec.eval_examples = o.eval_examples;
           spec.seed = settings.seed;
+          spec.record_maps = seed == 0;  // attention_maps.svg shows the first seed
           runs.push_back(spec);
         }
   return runs;
@@ -55,6 +56,7 @@ TrainResult run_train(const Settings& settings, const TrainOptions& o) {
     result.curves.insert(result.curves.end(), r.curves.begin(), r.curves.end());
     result.layers.insert(result.layers.end(), r.layers.begin(), r.layers.end());
     result.finals.push_back(r.final);
+    for (AttentionMap& m : r.maps) result.maps.emplace_back(r.final.run, std::move(m));
   }
   return result;
 }
@@ -535,6 +537,7 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   s.csvs = train_csvs(result);
   s.plots = train_figures(result, summary);
   s.plots.push_back(update_figure(result, options.modes));
+  if (!result.maps.empty()) s.plots.push_back(attention_maps_figure(result));
   std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
   for (const FinalRow& f : result.finals) {
     auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];

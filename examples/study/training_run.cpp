@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "autograd/ops.h"
 #include "examples/study/study.h"
@@ -324,6 +325,55 @@ double qk_std(const StudyModel& model, const Batch& batch) {
   return total / static_cast<double>(model.attention.size());
 }
 
+// Held-out example 0 alone: a batch of one.
+Batch first_example(const Batch& b) {
+  auto one = [](const Tensor& t) { return t.defined() ? t.narrow(0, 0, 1).contiguous() : t; };
+  return {one(b.src), one(b.src_pad), one(b.input), one(b.target)};
+}
+
+// The map's layer and its size on `example`. Reverse's real positions are a
+// prefix (PAD only pads): the target's non-PAD positions query, the source's
+// non-PAD positions are the keys. Recall has no padding.
+AttentionMap empty_map(const std::string& task, const Batch& example) {
+  AttentionMap map{.layer = key_layer(task)};
+  if (!example.src.defined()) {
+    map.queries = map.keys = example.input.shape()[1];
+    return map;
+  }
+  for (double t : example.target.to_vector()) map.queries += t != nn::kPadToken;
+  for (double pad : example.src_pad.to_vector()) map.keys += pad == 0;
+  return map;
+}
+
+// The map's layer on `example` (a batch of one), head 0, cropped to
+// map.queries x map.keys: the weights, row-major, and their entropy_norm.
+// One no-grad forward with the probe on that layer only.
+std::pair<std::vector<float>, double> attention_map(const StudyModel& model, const Batch& example,
+                                                    const AttentionMap& map) {
+  nn::MultiHeadAttention* layer = nullptr;
+  for (const auto& [name, a] : model.attention)
+    if (name == map.layer) layer = a;
+  if (layer == nullptr) fail("train_one: the model has no attention layer ", map.layer);
+  NoGradGuard no_grad;
+  layer->record_probe = true;
+  model.forward(example);
+  layer->record_probe = false;
+  const Tensor& all = layer->probe.weights.data();  // (1, H, T, S)
+  auto crop = [&map](const Tensor& t) {             // -> (1, 1, queries, keys)
+    return t.narrow(1, 0, 1).narrow(2, 0, map.queries).narrow(3, 0, map.keys);
+  };
+  const Tensor weights = crop(all), logits = crop(layer->probe.logits.data());
+  const Tensor mask =
+      layer->probe.mask.defined() ? crop(layer->probe.mask.expand(all.shape())) : Tensor();
+  const std::vector<double> w = weights.to_vector();
+  const std::vector<double> hidden =
+      mask.defined() ? mask.to_vector() : std::vector<double>(w.size(), 0.0);
+  std::vector<float> out(w.size());
+  // The softmax already gives a hidden key exp(-inf) = 0; the mask makes it exact.
+  for (size_t i = 0; i < w.size(); ++i) out[i] = hidden[i] != 0 ? 0.0f : static_cast<float>(w[i]);
+  return {out, attention_stats(weights, logits, mask).entropy_norm};
+}
+
 }  // namespace
 
 RunShape run_shape(const RunSpec& spec) {
@@ -369,6 +419,12 @@ RunOutput train_one(const RunSpec& spec) {
   out.final.lr = task.lr;
   out.final.steps = steps;
   out.final.qk_std_init = qk_std(model, eval.front());
+  const Batch example = spec.record_maps ? first_example(eval.front()) : Batch();
+  if (spec.record_maps) {
+    out.maps.push_back(empty_map(task.task, example));
+    std::tie(out.maps[0].init, out.maps[0].entropy_init) =
+        attention_map(model, example, out.maps[0]);
+  }
   std::vector<double> train_losses;
   bool solved = false;
   for (int64_t step = 0; step <= steps; ++step) {
@@ -414,6 +470,13 @@ RunOutput train_one(const RunSpec& spec) {
   }
   if (!out.curves.empty()) summarise_run(out, steps, train_losses);
   out.final.qk_std = out.final.diverged ? NAN : qk_std(model, eval.front());
+  if (spec.record_maps) {
+    if (out.final.diverged)
+      out.maps[0].entropy_end = NAN;
+    else
+      std::tie(out.maps[0].end, out.maps[0].entropy_end) =
+          attention_map(model, example, out.maps[0]);
+  }
   if (model.seq2seq && !out.final.diverged)
     out.final.seq_accuracy = greedy_sequence_accuracy(*model.seq2seq, eval);
   return out;

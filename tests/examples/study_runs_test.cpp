@@ -1,6 +1,7 @@
 // The scaling study's parts run small: the init part's estimates against an
 // independent estimate and the theory, the train part's pairing and
-// determinism, the depth part, and the files write_report leaves.
+// determinism and its attention maps, the depth part, and the files
+// write_report leaves.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -207,6 +208,89 @@ TEST(StudyTraining, TheReparametrisedArmFollowsOneOverSqrtDk) {
         << "step " << ref.curves[i].step;
 }
 
+// Each row of a map is a distribution over its keys (in a causal map a key
+// after the query weighs exactly 0), and the map's entropy is the mean, over
+// the rows with at least two visible keys, of H / log(visible keys): computed
+// here again from the stored weights.
+void expect_rows_are_distributions(const std::vector<float>& w, const AttentionMap& m, bool causal,
+                                   double entropy, const std::string& what) {
+  ASSERT_EQ(static_cast<int64_t>(w.size()), m.queries * m.keys) << what;
+  double total_entropy = 0;
+  int rows = 0;
+  for (int64_t i = 0; i < m.queries; ++i) {
+    double sum = 0, h = 0;
+    for (int64_t j = 0; j < m.keys; ++j) {
+      const double p = w[static_cast<size_t>(i * m.keys + j)];
+      EXPECT_GE(p, 0) << what;
+      if (causal && j > i) {
+        EXPECT_EQ(p, 0) << what << ": query " << i << " sees key " << j;
+      }
+      sum += p;
+      if (p > 0) h -= p * std::log(p);
+    }
+    EXPECT_NEAR(sum, 1, 1e-5) << what << ": row " << i;
+    const int64_t visible = causal ? i + 1 : m.keys;
+    if (visible >= 2) total_entropy += h / std::log(static_cast<double>(visible)), ++rows;
+  }
+  ASSERT_GT(rows, 0) << what;
+  EXPECT_NEAR(entropy, total_entropy / rows, 1e-5) << what;
+}
+
+TEST(StudyTraining, AttentionMapsOfTheKeyLayerForTheFirstSeed) {
+  set_num_threads(1);
+  TrainOptions o;
+  o.d_ks = {16};
+  o.modes = {"none", "inv_sqrt_dk"};
+  o.seeds = 2;
+  o.steps = 4;
+  o.eval_every = 2;
+  o.eval_examples = 8;
+  o.batch = 8;
+  const TrainResult r = run_train(with_threads(2), o);
+  ASSERT_EQ(r.maps.size(), 2u * 2);  // tasks x modes, the first seed only
+  for (const auto& [run, m] : r.maps) {
+    const std::string what = run.task + " " + run.mode;
+    EXPECT_EQ(run.seed, 0) << what;
+    EXPECT_EQ(m.layer, key_layer(run.task)) << what;
+    if (run.task == "recall") {
+      // Every position of the sequence, queries and keys alike.
+      EXPECT_EQ(m.queries, nn::recall_seq_len(recall_setup().recall)) << what;
+      EXPECT_EQ(m.keys, m.queries) << what;
+    } else {
+      // The target is the source reversed, each ending in EOS: as many real
+      // queries as keys, 2 to 8 symbols and EOS.
+      EXPECT_EQ(m.queries, m.keys) << what;
+      EXPECT_GE(m.keys, 3) << what;
+      EXPECT_LE(m.keys, 9) << what;
+    }
+    const bool causal = run.task == "recall";
+    expect_rows_are_distributions(m.init, m, causal, m.entropy_init, what + " init");
+    expect_rows_are_distributions(m.end, m, causal, m.entropy_end, what + " end");
+    EXPECT_NE(m.init, m.end) << what << ": four updates moved nothing";
+  }
+  // Recording maps changes nothing else: the same run without them ends the same.
+  RunSpec spec = train_runs(with_threads(1), o).front();
+  ASSERT_TRUE(spec.record_maps);
+  const RunOutput with_maps = train_one(spec);
+  spec.record_maps = false;
+  const RunOutput without = train_one(spec);
+  EXPECT_TRUE(without.maps.empty());
+  EXPECT_EQ(with_maps.final.final_loss, without.final.final_loss);
+  EXPECT_EQ(with_maps.final.qk_std, without.final.qk_std);
+  // The figure: one cell per weight, two rows (init, end) per task at d_k 16.
+  const PlotFile figure = attention_maps_figure(r);
+  EXPECT_EQ(figure.name, "attention_maps.svg");
+  size_t cells = 0, want = 0;
+  for (size_t at = figure.svg.find("class=\"cell\""); at != std::string::npos;
+       at = figure.svg.find("class=\"cell\"", at + 1))
+    ++cells;
+  for (const auto& [run, m] : r.maps) want += 2 * static_cast<size_t>(m.queries * m.keys);
+  EXPECT_EQ(cells, want);
+  for (const char* text : {"reverse, dec0.cross, d_k = 16: at initialisation",
+                           "recall, dec1.self, d_k = 16: after training (4 steps)", "||dL/dW_Q||"})
+    EXPECT_NE(figure.svg.find(text), std::string::npos) << text;
+}
+
 TEST(StudyDepth, RowsPerLayerAndPlacement) {
   set_num_threads(1);
   DepthOptions o;
@@ -261,7 +345,7 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
   EXPECT_NE(first_line((dir / "train_layers.csv").string()).find("layer_d_k"), std::string::npos);
   for (const char* file : {"report.md", "logit_std.svg", "softmax_shape.svg", "layer_gradients.svg",
                            "accuracy_curves.svg", "max_logit.svg", "grad_ratio.svg",
-                           "depth_gradients.svg", "final_accuracy.svg"})
+                           "depth_gradients.svg", "final_accuracy.svg", "attention_maps.svg"})
     EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
   // A new study can clear every file an old one wrote.
   for (const auto& entry : std::filesystem::directory_iterator(dir))

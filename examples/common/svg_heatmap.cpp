@@ -1,0 +1,197 @@
+#include "examples/common/svg_heatmap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "examples/common/axis_ticks.h"
+#include "examples/common/plot_layout.h"
+#include "examples/common/svg_plot.h"
+#include "tensor/error.h"
+
+namespace gradflow::plot {
+namespace {
+
+// The dark end of the scale: ColorBrewer's darkest "Blues", dark enough that a weight of 1
+// stands out from any other and light text is never needed on it (no text is drawn on cells).
+constexpr int kDark[3] = {0x08, 0x30, 0x6b};
+
+constexpr double kHeadingFont = 14, kNoteFont = 11, kPanelTitleFont = 13;
+constexpr double kHeadingBand = 26;  // Height of a row's heading.
+constexpr double kTitleBand = 22;    // Height of a panel's title above its matrix.
+constexpr double kNoteRow = 14;      // Height of one annotation line.
+constexpr double kPad = 10;          // Space around a panel's contents.
+constexpr double kBarWidth = 200, kBarHeight = 12, kBarBand = 44;
+
+template <class... Parts>
+void put(std::string& out, const Parts&... parts) {
+  (out.append(std::string_view(parts)), ...);
+}
+
+std::string num(double v) { return format_number(v); }
+
+void check_panel(const Heatmap& h) {
+  if (!h.missing.empty()) {
+    if (h.rows != 0 || h.columns != 0 || !h.values.empty()) {
+      fail("render_heatmap_grid: panel '", h.title, "' says '", h.missing,
+           "' is missing but has a ", h.rows, " x ", h.columns, " matrix with ", h.values.size(),
+           " values");
+    }
+    return;
+  }
+  if (h.rows < 1 || h.columns < 1) {
+    fail("render_heatmap_grid: panel '", h.title, "' has an empty matrix (", h.rows, " x ",
+         h.columns, "); set `missing` to say why there is none");
+  }
+  if (static_cast<int64_t>(h.values.size()) != h.rows * h.columns) {
+    fail("render_heatmap_grid: panel '", h.title, "' is ", h.rows, " x ", h.columns, " but has ",
+         h.values.size(), " values (", h.rows * h.columns, " expected)");
+  }
+  for (size_t i = 0; i < h.values.size(); ++i) {
+    const double v = h.values[i];
+    if (!(v >= 0 && v <= 1)) {  // NaN fails both
+      fail("render_heatmap_grid: panel '", h.title, "' has value ", v, " at row ",
+           static_cast<int64_t>(i) / h.columns, ", column ", static_cast<int64_t>(i) % h.columns,
+           "; every value must be in [0, 1]");
+    }
+  }
+}
+
+// The sizes every panel's cell of the grid shares: wide enough for the matrix and for the
+// widest title or note, tall enough for the most notes.
+struct Cell {
+  double width = 0, height = 0;
+  size_t notes = 0;
+};
+
+Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
+  Cell c;
+  double content = matrix_size;
+  for (const HeatmapRow& r : rows) {
+    for (const Heatmap& h : r.panels) {
+      content = std::max(content, text_width(h.title, kPanelTitleFont));
+      for (const std::string& note : h.notes)
+        content = std::max(content, text_width(note, kNoteFont));
+      c.notes = std::max(c.notes, h.notes.size());
+    }
+  }
+  c.width = std::ceil(content + 2 * kPad);
+  c.height =
+      std::ceil(kTitleBand + matrix_size + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
+  return c;
+}
+
+void put_text(std::string& out, double x, double y, double size, std::string_view extra,
+              std::string_view body) {
+  put(out, "<text x=\"", num(x), "\" y=\"", num(y), "\" font-size=\"", num(size), "\"", extra, ">",
+      escape_xml(body), "</text>\n");
+}
+
+// One panel with its top-left corner at (x, y): the title, the matrix (square cells, as large
+// as fit matrix_size, centred), a frame around it so white cells show where it ends, the notes.
+void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, double y,
+               double matrix_size) {
+  const double centre = x + cell.width / 2;
+  put_text(out, centre, y + kTitleBand - 7, kPanelTitleFont,
+           " text-anchor=\"middle\" font-weight=\"bold\"", h.title);
+  const double top = y + kTitleBand;
+  if (!h.missing.empty()) {
+    put_text(out, centre, top + matrix_size / 2, kNoteFont, " text-anchor=\"middle\"", h.missing);
+  } else {
+    // Whole pixels per cell, so neighbouring cells meet without hairline gaps.
+    const double side =
+        std::max(1.0, std::floor(matrix_size / static_cast<double>(std::max(h.rows, h.columns))));
+    const double width = side * static_cast<double>(h.columns);
+    const double left = std::round(centre - width / 2);
+    for (int64_t i = 0; i < h.rows; ++i) {
+      for (int64_t j = 0; j < h.columns; ++j) {
+        put(out, "<rect class=\"cell\" x=\"", num(left + side * static_cast<double>(j)), "\" y=\"",
+            num(top + side * static_cast<double>(i)), "\" width=\"", num(side), "\" height=\"",
+            num(side), "\" fill=\"", heat_color(h.values[static_cast<size_t>(i * h.columns + j)]),
+            "\"/>\n");
+      }
+    }
+    put(out, "<rect class=\"matrix-frame\" x=\"", num(left), "\" y=\"", num(top), "\" width=\"",
+        num(width), "\" height=\"", num(side * static_cast<double>(h.rows)),
+        "\" fill=\"none\" stroke=\"#999\" stroke-width=\"1\"/>\n");
+  }
+  double line = top + matrix_size + 6 + kNoteFont;
+  for (const std::string& note : h.notes) {
+    put_text(out, x + kPad, line, kNoteFont, "", note);
+    line += kNoteRow;
+  }
+}
+
+// "weight  0 [white to dark] 1", centred beneath the grid with its top at y.
+void put_colour_bar(std::string& out, const std::string& label, double width, double y) {
+  const double label_width = text_width(label, kLabelFont) + 8;
+  const double left = std::round((width - kBarWidth - label_width) / 2 + label_width);
+  const double middle = y + kBarBand / 2;
+  put(out, "<defs><linearGradient id=\"heat-scale\"><stop offset=\"0\" stop-color=\"",
+      heat_color(0), "\"/><stop offset=\"1\" stop-color=\"", heat_color(1),
+      "\"/></linearGradient></defs>\n");
+  put_text(out, left - 22, middle + 5, kLabelFont, " text-anchor=\"end\"", label);
+  put_text(out, left - 6, middle + 4, kTickFont, " text-anchor=\"end\"", "0");
+  put(out, "<rect class=\"colour-bar\" x=\"", num(left), "\" y=\"", num(middle - kBarHeight / 2),
+      "\" width=\"", num(kBarWidth), "\" height=\"", num(kBarHeight),
+      "\" fill=\"url(#heat-scale)\" stroke=\"#999\" stroke-width=\"1\"/>\n");
+  put_text(out, left + kBarWidth + 6, middle + 4, kTickFont, "", "1");
+}
+
+}  // namespace
+
+std::string heat_color(double v) {
+  if (!(v >= 0 && v <= 1)) fail("heat_color: value ", v, " must be in [0, 1]");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "#";
+  for (const int dark : kDark) {
+    // Linear in each channel, as the colour bar's SVG gradient interpolates (in sRGB).
+    const int c = static_cast<int>(std::lround(255 + v * (dark - 255)));
+    out += kHex[c / 16];
+    out += kHex[c % 16];
+  }
+  return out;
+}
+
+std::string render_heatmap_grid(const std::vector<HeatmapRow>& rows,
+                                const HeatmapOptions& options) {
+  const double matrix_size = options.matrix_size;
+  if (!(std::isfinite(matrix_size) && matrix_size >= 10)) {
+    fail("render_heatmap_grid: matrix_size must be a finite number of at least 10 pixels, got ",
+         matrix_size);
+  }
+  size_t columns = 0;
+  for (const HeatmapRow& r : rows) {
+    columns = std::max(columns, r.panels.size());
+    for (const Heatmap& h : r.panels) check_panel(h);
+  }
+  if (columns == 0) fail("render_heatmap_grid: there are no panels to draw");
+
+  const Cell cell = cell_size(rows, matrix_size);
+  const double width = 2 * kEdge + cell.width * static_cast<double>(columns);
+  std::string body;
+  double y = kEdge;
+  for (const HeatmapRow& r : rows) {
+    if (!r.heading.empty()) {
+      put_text(body, kEdge + kPad, y + kHeadingBand - 8, kHeadingFont, " font-weight=\"bold\"",
+               r.heading);
+      y += kHeadingBand;
+    }
+    for (size_t i = 0; i < r.panels.size(); ++i)
+      put_panel(body, r.panels[i], cell, kEdge + cell.width * static_cast<double>(i), y,
+                matrix_size);
+    y += cell.height;
+  }
+  put_colour_bar(body, options.legend, width, y);
+  y += kBarBand + kEdge;
+
+  const std::string w = std::to_string(static_cast<int>(std::ceil(width)));
+  const std::string h = std::to_string(static_cast<int>(std::ceil(y)));
+  std::string out;
+  put(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", w, "\" height=\"", h,
+      "\" viewBox=\"0 0 ", w, " ", h, "\" font-family=\"sans-serif\">\n<rect width=\"", w,
+      "\" height=\"", h, "\" fill=\"white\"/>\n", body, "</svg>\n");
+  return out;
+}
+
+}  // namespace gradflow::plot

@@ -1,0 +1,138 @@
+// svg_heatmap.h: one rect per cell in the scale's colours, escaped text, the colour bar, and
+// clear errors for what cannot be drawn.
+#include "examples/common/svg_heatmap.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace gradflow::plot {
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+Heatmap two_by_three() {
+  return {.title = "inv_sqrt_dk",
+          .notes = {"entropy 0.41", "update 0.003"},
+          .rows = 2,
+          .columns = 3,
+          .values = {0, 0.5, 0.5, 1, 0, 0}};
+}
+
+// The message of the Error that `render` throws, or "" when it throws none.
+template <class F>
+std::string error_of(F render) {
+  try {
+    render();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HeatColor, WhiteAtZeroDarkBlueAtOneLinearBetween) {
+  EXPECT_EQ(heat_color(0), "#ffffff");
+  EXPECT_EQ(heat_color(1), "#08306b");
+  // 255 + 0.5 (8 - 255) = 131.5 -> 132 = 0x84; 151.5 -> 152 = 0x98; 181 = 0xb5.
+  EXPECT_EQ(heat_color(0.5), "#8498b5");
+  EXPECT_THROW(heat_color(1.5), Error);
+  EXPECT_THROW(heat_color(std::numeric_limits<double>::quiet_NaN()), Error);
+}
+
+TEST(RenderHeatmap, OneRectPerCellInTheScaleColours) {
+  Heatmap wide = two_by_three();
+  Heatmap tall{.title = "none", .rows = 4, .columns = 1, .values = {1, 0, 0, 0}};
+  const std::string svg = render_heatmap_grid({{.heading = "at init", .panels = {wide, tall}}});
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  EXPECT_EQ(count(svg, "class=\"cell\""), 6u + 4u);
+  // Cells of 0, 0.5 and 1 by their colours: 0 six times, 0.5 twice, 1 twice.
+  EXPECT_EQ(count(svg, "class=\"cell\"") - count(svg, "fill=\"#ffffff\"/>"), 4u);
+  EXPECT_EQ(count(svg, "fill=\"#8498b5\""), 2u);
+  EXPECT_EQ(count(svg, "fill=\"#08306b\""), 2u);
+  // The first cell of the first row: value 0, white; the second: 0.5.
+  const size_t first = svg.find("class=\"cell\"");
+  EXPECT_NE(svg.find("fill=\"#ffffff\"", first), std::string::npos);
+  EXPECT_LT(svg.find("fill=\"#ffffff\"", first), svg.find("fill=\"#8498b5\"", first));
+  for (const char* text : {">at init<", ">inv_sqrt_dk<", ">none<", ">entropy 0.41<",
+                           ">update 0.003<", ">weight<", ">0<", ">1<", "url(#heat-scale)"})
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  // The same input gives the same bytes.
+  EXPECT_EQ(svg, render_heatmap_grid({{.heading = "at init", .panels = {wide, tall}}}));
+}
+
+TEST(RenderHeatmap, SquareCellsAsLargeAsFitTheMatrixSize) {
+  // 2 x 3 in 150 px: 50 px cells; 4 x 1: 37 px (150 / 4 rounded down).
+  const std::string svg = render_heatmap_grid(
+      {{.panels = {two_by_three()}},
+       {.panels = {{.title = "tall", .rows = 4, .columns = 1, .values = {1, 0, 0, 0}}}}});
+  EXPECT_EQ(count(svg, "width=\"50\" height=\"50\""), 6u);
+  EXPECT_EQ(count(svg, "width=\"37\" height=\"37\""), 4u);
+}
+
+TEST(RenderHeatmap, TextIsEscaped) {
+  Heatmap h = two_by_three();
+  h.title = "a<b & \"c\"";
+  h.notes = {"x > 'y'"};
+  const std::string svg =
+      render_heatmap_grid({{.heading = "R&D <1>", .panels = {h}}}, {.legend = "p < 1"});
+  for (const char* raw : {"a<b", "\"c\"", "x > ", "'y'", "R&D", "<1>", "p < 1"})
+    EXPECT_EQ(svg.find(raw), std::string::npos) << raw;
+  for (const char* escaped :
+       {"a&lt;b &amp; &quot;c&quot;", "x &gt; &apos;y&apos;", "R&amp;D &lt;1&gt;", "p &lt; 1"})
+    EXPECT_NE(svg.find(escaped), std::string::npos) << escaped;
+}
+
+TEST(RenderHeatmap, AMissingPanelSaysWhyAndDrawsNoCells) {
+  const std::string svg =
+      render_heatmap_grid({{.panels = {two_by_three(), {.title = "none", .missing = "diverged"}}}});
+  EXPECT_EQ(count(svg, "class=\"cell\""), 6u);
+  EXPECT_NE(svg.find(">diverged<"), std::string::npos);
+}
+
+TEST(RenderHeatmap, BadInputThrowsAClearError) {
+  auto with = [](std::vector<double> values, int64_t rows, int64_t columns) {
+    return [=] {
+      render_heatmap_grid(
+          {{.panels = {{.title = "p", .rows = rows, .columns = columns, .values = values}}}});
+    };
+  };
+  EXPECT_NE(error_of(with({}, 0, 0)).find("empty matrix (0 x 0)"), std::string::npos);
+  EXPECT_NE(error_of(with({0.5}, 1, 0)).find("empty matrix (1 x 0)"), std::string::npos);
+  EXPECT_NE(error_of(with({0, 1, 0}, 2, 2)).find("is 2 x 2 but has 3 values (4 expected)"),
+            std::string::npos);
+  EXPECT_NE(error_of(with({0, 1.5}, 1, 2)).find("value 1.5 at row 0, column 1"), std::string::npos);
+  EXPECT_NE(error_of(with({0, 0, -0.25, 0}, 2, 2)).find("value -0.25 at row 1, column 0"),
+            std::string::npos);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(error_of(with({0, nan}, 2, 1)).find("in [0, 1]"), std::string::npos);
+  EXPECT_NE(error_of(with({0, std::numeric_limits<double>::infinity()}, 1, 2)).find("in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { render_heatmap_grid({}); }).find("no panels"), std::string::npos);
+  EXPECT_NE(error_of([] { render_heatmap_grid({{.heading = "empty row"}}); }).find("no panels"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        render_heatmap_grid(
+            {{.panels = {
+                  {.title = "p", .rows = 1, .columns = 1, .values = {1}, .missing = "diverged"}}}});
+      }).find("is missing but has a 1 x 1 matrix"),
+      std::string::npos);
+  for (double size : {0.0, 5.0, nan})
+    EXPECT_NE(error_of([&] {
+                render_heatmap_grid({{.panels = {two_by_three()}}}, {.matrix_size = size});
+              }).find("matrix_size"),
+              std::string::npos)
+        << size;
+}
+
+}  // namespace
+}  // namespace gradflow::plot
