@@ -1,5 +1,5 @@
-// Gradient flow across depth: two parts, the same question asked at
-// initialisation and in training (Xiong et al. 2020; Noci et al. 2022).
+// Gradient flow across depth at initialisation (Xiong et al. 2020; Dong et
+// al. 2021; Noci et al. 2022); depth_train.cpp asks the same in training.
 //
 //   depth        stacks of 1, 2, 4 and 8 encoder layers (bidirectional
 //                self-attention, one head of d_k = d_model), pre-LN and
@@ -10,10 +10,7 @@
 //                the layer (rank collapse: tokens becoming alike with depth).
 //                Each figure a mean over independent draws (a new model and
 //                batch), the same draws for every mode.
-//   depth-train  (--full) encoder-decoders of 4 layers per stack on the
-//                reverse task, pre- and post-LN, with and without warm-up,
-//                for three modes; each block's gradient norm at every
-//                evaluation. Claim judged here: C11 (post-LN needs warm-up).
+//                Claims judged here: C14 (Xiong et al.) and C15 (rank collapse).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -254,17 +251,21 @@ std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
   std::vector<PlotFile> out;
   int64_t deepest = 0;
   for (const DepthRow& r : depth) deepest = std::max(deepest, r.layers);
-  auto depth_panels = [&](const std::string& y, bool log_y, Interval DepthRow::*field) {
+  struct Panel {
+    std::string placement, title;
+    Interval DepthRow::*field;
+  };
+  auto depth_panels = [&](const std::string& y, bool log_y, const std::vector<Panel>& wanted) {
     std::vector<plot::Figure> panels;
-    for (const char* placement : {"pre_ln", "post_ln"}) {
-      plot::Figure f = figure(std::string(placement) + ", " + std::to_string(deepest) + " layers",
+    for (const Panel& p : wanted) {
+      plot::Figure f = figure(p.title + ", " + std::to_string(deepest) + " layers",
                               "layer (0 = nearest the input)", false, y, log_y);
       for (const std::string& mode : study_modes()) {
         plot::Series s = mode_series(mode);
         s.markers = true;
         for (const DepthRow& r : depth) {
-          if (r.mode != mode || r.norm_placement != placement || r.layers != deepest) continue;
-          const Interval& e = r.*field;
+          if (r.mode != mode || r.norm_placement != p.placement || r.layers != deepest) continue;
+          const Interval& e = r.*(p.field);
           s.x.push_back(static_cast<double>(r.layer));
           s.y.push_back(e.mean);
           s.lo.push_back(e.mean - 1.96 * e.se);
@@ -278,21 +279,31 @@ std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
   };
   out.push_back(
       {"depth_gradients.svg",
-       plot::render_svg_grid(depth_panels("||dL/dW_Q||_F", true, &DepthRow::grad_norm_wq), 2,
-                             {.share_y = true, .legend_once = true}),
-       "Gradient norm at W_Q of each layer of an initialised " + std::to_string(deepest) +
-           "-layer encoder against the layer's index, pre-LN and post-LN (log y): means over "
-           "draws with 95% intervals."});
+       plot::render_svg_grid(
+           depth_panels("gradient norm", true,
+                        {{"pre_ln", "W_Q, pre_ln", &DepthRow::grad_norm_wq},
+                         {"post_ln", "W_Q, post_ln", &DepthRow::grad_norm_wq},
+                         {"pre_ln", "feed-forward, pre_ln", &DepthRow::grad_norm_ff},
+                         {"post_ln", "feed-forward, post_ln", &DepthRow::grad_norm_ff}}),
+           2, {.share_y = true, .legend_once = true}),
+       "Gradient norms (Frobenius) of each layer of an initialised " + std::to_string(deepest) +
+           "-layer encoder against the layer's index, pre-LN and post-LN (log y): at W_Q "
+           "(top) and at the feed-forward weights W_1, W_2 together (bottom: the weights Xiong "
+           "et al. 2020 follow, C14); means over draws with 95% intervals."});
   out.push_back(
       {"depth_cosine.svg",
-       plot::render_svg_grid(depth_panels("mean token cosine", false, &DepthRow::token_cosine), 2,
-                             {.share_y = true, .legend_once = true}),
+       plot::render_svg_grid(
+           depth_panels("mean token cosine", false,
+                        {{"pre_ln", "blocks, pre_ln", &DepthRow::token_cosine},
+                         {"post_ln", "blocks, post_ln", &DepthRow::token_cosine},
+                         {"pre_ln", "self-attention alone", &DepthRow::pure_attention_cosine}}),
+           3, {.share_y = true, .legend_once = true}),
        "Mean cosine similarity between the token representations after each layer of an "
        "initialised " +
            std::to_string(deepest) +
-           "-layer encoder, pre-LN and post-LN. Toward 1 would be rank collapse (all tokens "
-           "alike); through whole blocks it stays low, while the same embeddings through "
-           "self-attention alone reach 1 (C15; depth_metrics.csv, pure_attention_cosine)."});
+           "-layer encoder: through whole pre-LN and post-LN blocks (left, middle), and the same "
+           "embeddings through the layers' self-attention alone, without residual, LayerNorm or "
+           "feed-forward (right). 1 is every token alike, rank collapse (C15)."});
   return out;
 }
 
@@ -340,180 +351,18 @@ Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& 
   if (depth.empty()) return s;
   s.markdown = depth_table(options, depth);
   s.claims = depth_claims(depth);
+  for (const Verdict& v : s.claims)
+    if (v.id == "C15")
+      s.findings.push_back(
+          {v.verdict == "holds" ? "Rank collapse belongs to attention alone; the residual path "
+                                  "prevents it"
+                                : "Rank collapse, tested where it is predicted: " + v.verdict,
+           "Averaging with softmax weights pulls tokens toward their mean. " + v.measured +
+               " (mean cosine between tokens; 1 is every token alike).",
+           "depth_cosine.svg"});
   s.csvs.push_back(depth_csv(depth));
   s.plots = depth_figures(depth);
   return s;
-}
-
-// ---- depth-train --------------------------------------------------------------
-
-DepthTrainOptions depth_train_options(const Settings& settings) {
-  DepthTrainOptions o;
-  if (settings.seeds > 0) o.seeds = settings.seeds;
-  if (settings.steps > 0) o.steps = settings.steps;
-  return o;
-}
-
-std::vector<RunSpec> depth_train_runs(const Settings& settings, const DepthTrainOptions& o) {
-  std::vector<RunSpec> runs;
-  for (const char* placement : {"pre_ln", "post_ln"})
-    for (bool warmup : {true, false})
-      for (const std::string& mode : o.modes)
-        for (int64_t seed = 0; seed < o.seeds; ++seed) {
-          RunSpec spec;
-          spec.task = reverse_setup();
-          spec.task.layers = o.layers, spec.task.steps = o.steps, spec.task.lr = o.lr;
-          // d_k = d_model: the mode matters as much as it does at d_k 32.
-          spec.key = {"reverse", mode, spec.task.d_model, seed};
-          spec.pre_ln = std::string(placement) == "pre_ln";
-          spec.warmup = warmup;
-          spec.record_blocks = true;
-          spec.seed = settings.seed;
-          runs.push_back(spec);
-        }
-  return runs;
-}
-
-DepthTrainResult run_depth_train(const Settings& settings, const DepthTrainOptions& o) {
-  const std::vector<RunSpec> runs = depth_train_runs(settings, o);
-  std::vector<RunOutput> outputs =
-      train_all("depth-train", runs, settings,
-                settings.progress_for("depth-train: depth in training", "run"));
-  DepthTrainResult result;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const RunSpec& spec = runs[i];
-    const std::string placement = spec.pre_ln ? "pre_ln" : "post_ln";
-    for (const BlockRow& b : outputs[i].blocks)
-      result.rows.push_back({placement, spec.key.mode, spec.warmup, spec.key.seed, b.step, b.loss,
-                             b.layer, b.grad_norm});
-    result.runs.push_back({placement, spec.warmup, outputs[i].final});
-  }
-  return result;
-}
-
-std::vector<WarmupEffect> warmup_effects(const DepthTrainResult& depth) {
-  std::map<std::tuple<std::string, std::string, bool>, std::map<int64_t, double>> loss;
-  std::vector<std::pair<std::string, std::string>> order;
-  for (const DepthTrainRun& r : depth.runs) {
-    loss[{r.norm_placement, r.run.run.mode, r.warmup}][r.run.run.seed] = capped_loss(r.run);
-    std::pair<std::string, std::string> key{r.norm_placement, r.run.run.mode};
-    if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
-  }
-  std::vector<WarmupEffect> out;
-  for (const auto& [placement, mode] : order) {
-    WarmupEffect e{placement, mode, no_interval()};
-    const auto& with = loss[{placement, mode, true}];
-    std::vector<double> a, b;
-    for (const auto& [seed, l] : loss[{placement, mode, false}])
-      if (with.count(seed)) a.push_back(l), b.push_back(with.at(seed));
-    if (!a.empty()) {
-      e.no_warmup_minus_warmup = paired_difference(a, b);
-      e.verdict = compare(e.no_warmup_minus_warmup, kSensitivityMargin, false);
-    }
-    out.push_back(e);
-  }
-  return out;
-}
-
-double output_to_input_gradient(const DepthTrainResult& depth, const std::string& placement) {
-  // Per run (mode, warm-up, seed) at step 0: the last block's norm over the first's.
-  std::map<std::tuple<std::string, bool, int64_t>, std::pair<double, double>> ends;
-  for (const DepthTrainRow& r : depth.rows) {
-    if (r.norm_placement != placement || r.step != 0) continue;
-    auto& [first, last] = ends[{r.mode, r.warmup, r.seed}];
-    if (r.layer == "enc0") first = r.grad_norm;
-    last = r.grad_norm;  // rows run from the input side to the output side
-  }
-  double sum = 0, n = 0;
-  for (const auto& [key, v] : ends)
-    if (v.first > 0) sum += v.second / v.first, ++n;
-  return n ? sum / n : kNaN;
-}
-
-// C11: without warm-up post-LN ends detectably worse; pre-LN does not.
-Verdict warmup_claim(const DepthTrainResult& depth) {
-  const std::vector<WarmupEffect> effects = warmup_effects(depth);
-  const double pre_ratio = output_to_input_gradient(depth, "pre_ln"),
-               post_ratio = output_to_input_gradient(depth, "post_ln");
-  Verdict v{"C11", "post-LN needs learning-rate warm-up where pre-LN does not"};
-  v.why =
-      "In post-LN the gradients of the layers near the output are large at initialisation, "
-      "so early full-size Adam steps can wreck them; pre-LN's gradients are even across "
-      "depth (Xiong et al. 2020).";
-  int post_worse = 0, post_total = 0, pre_worse = 0, pre_total = 0;
-  for (const WarmupEffect& e : effects) {
-    const bool worse = e.verdict == Comparison::Worse;
-    (e.placement == "post_ln" ? post_total : pre_total) += 1;
-    (e.placement == "post_ln" ? post_worse : pre_worse) += worse;
-    v.measured += (v.measured.empty() ? "" : "; ") + e.placement + " " + e.mode +
-                  ": loss without warm-up minus with " +
-                  format_interval(e.no_warmup_minus_warmup, 3, true);
-  }
-  v.measured +=
-      "; gradient norm of the block nearest the output over the one nearest the "
-      "input at the first step: pre-LN " +
-      significant(pre_ratio) + ", post-LN " + significant(post_ratio);
-  const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
-  const bool pre_fine = pre_worse == 0;
-  v.verdict = verdict_of(post_needs + pre_fine, 2);
-  v.reason = "post-LN detectably worse without warm-up for " + std::to_string(post_worse) + " of " +
-             std::to_string(post_total) + " modes (needs it: a majority); pre-LN for " +
-             std::to_string(pre_worse) + " of " + std::to_string(pre_total) +
-             " (does not: none); margin " + significant(kSensitivityMargin) + " nats";
-  return v;
-}
-
-Section depth_train_section(const DepthTrainOptions& o, const DepthTrainResult& depth) {
-  Section sec{.part = "depth-train"};
-  if (depth.runs.empty()) return sec;
-  sec.claims = {warmup_claim(depth)};
-  std::ostringstream md;
-  md << "## depth-train: depth in training\n\n"
-     << "Encoder-decoders of " << o.layers << " layers per stack on the reverse task, " << o.steps
-     << " steps at lr " << significant(o.lr, 2) << ", " << o.seeds
-     << " seeds, pre-LN and post-LN, with a linear warm-up over 5% of the steps or none. "
-        "depth_train.csv has every block's gradient norm at every evaluation. Gradient norm "
-        "of the block nearest the output over the one nearest the input at the first step: "
-        "pre-LN "
-     << significant(output_to_input_gradient(depth, "pre_ln")) << ", post-LN "
-     << significant(output_to_input_gradient(depth, "post_ln")) << ".\n\n"
-     << "| placement | mode | final loss without warm-up minus with (nats) | verdict |\n"
-        "|---|---|---|---|\n";
-  for (const WarmupEffect& e : warmup_effects(depth))
-    md << "| " << e.placement << " | " << e.mode << " | "
-       << interval_text(e.no_warmup_minus_warmup, 3) << " | " << lower_higher(e.verdict) << " |\n";
-  md << "\n";
-  sec.markdown = md.str();
-  std::vector<CsvRow> rows;
-  for (const DepthTrainRow& r : depth.rows)
-    rows.push_back({r.norm_placement, r.warmup, r.mode, r.seed, r.step, csv_number(r.loss), r.layer,
-                    csv_number(r.grad_norm)});
-  sec.csvs.push_back(
-      {"depth_train.csv",
-       {"norm_placement", "warmup", "mode", "seed", "step", "loss", "layer", "grad_norm"},
-       rows});
-  std::vector<plot::Figure> panels;
-  for (const char* placement : {"pre_ln", "post_ln"})
-    for (bool warmup : {true, false}) {
-      plot::Figure f = figure(std::string(placement) + (warmup ? ", warm-up" : ", no warm-up"),
-                              "step", false, "training loss", true);
-      for (const std::string& mode : study_modes()) {
-        std::map<double, std::vector<double>> at;
-        for (const DepthTrainRow& r : depth.rows)
-          if (r.norm_placement == placement && r.warmup == warmup && r.mode == mode &&
-              r.layer == "enc0")
-            at[static_cast<double>(r.step)].push_back(r.loss);
-        plot::Series s = mean_series(mode, at, mode == kDefaultMode);
-        s.markers = false;
-        f.series.push_back(s);
-      }
-      panels.push_back(f);
-    }
-  sec.plots.push_back({"depth_train_loss.svg",
-                       plot::render_svg_grid(panels, 2, {.share_y = true, .legend_once = true}),
-                       "Training loss of 4-layer encoder-decoders against step, pre-LN and post-LN "
-                       "with and without warm-up, log y: mean over seeds with its 95% interval."});
-  return sec;
 }
 
 }  // namespace gradflow::study

@@ -399,11 +399,41 @@ std::vector<Verdict> init_claims(const std::vector<InitRow>& init,
   return out;
 }
 
+namespace {
+
+// Unscaled attention at initialisation across d_k against 1/sqrt(d_k), for
+// the report's first section.
+Finding init_finding(const std::vector<InitRow>& init) {
+  const std::vector<int64_t> d_ks = values_of(init, &InitRow::d_k);
+  const int64_t n = quoted_keys(init);
+  std::string none, ref;
+  for (int64_t d : d_ks) {
+    const InitRow* a = find_init(init, "none", d, n);
+    const InitRow* b = find_init(init, kDefaultMode, d, n);
+    if (!a || !b || a->draws == 0) continue;
+    none += (none.empty() ? "" : ", ") + significant(a->max_weight.mean, 2);
+    ref += (ref.empty() ? "" : ", ") + significant(b->max_weight.mean, 2);
+  }
+  if (none.empty()) return {};
+  std::string list;
+  for (int64_t d : d_ks) list += (list.empty() ? "" : ", ") + std::to_string(d);
+  return {"Before any training, the unscaled softmax saturates as d_k grows",
+          "q.k is a sum of d_k products, so its variance is d_k (C1). Over " + std::to_string(n) +
+              " keys the largest attention weight, averaged over queries, is " + none +
+              " at d_k " + list + " without scaling, and " + ref +
+              " with 1/sqrt(d_k) (uniform would be " + significant(1.0 / n, 2) +
+              "). A saturated softmax passes almost no gradient (C5, C6).",
+          "softmax_shape.svg"};
+}
+
+}  // namespace
+
 Section init_section(const InitOptions& options, const std::vector<InitRow>& init,
                      const std::vector<SettingSummary>& training) {
   Section s{.part = "init"};
   if (init.empty()) return s;
   s.claims = init_claims(init, training);
+  if (Finding f = init_finding(init); !f.title.empty()) s.findings.push_back(f);
   s.markdown = "## init: attention at initialisation\n\n" + qk_table(options, init) +
                layer_table(options, init);
   s.csvs.push_back(init_csv(init));

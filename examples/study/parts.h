@@ -224,6 +224,11 @@ plot::Figure key_layer_panel(const TrainResult& result, const std::string& task,
 // and control - 1/sqrt(d_k); its table ("" without those arms) and figure.
 std::string update_table(const TrainResult& result);
 PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
+// What the part shows, for the report's first section: unscaled attention
+// against 1/sqrt(d_k) across d_k, the gradient against the update, and
+// none_reparam against 1/sqrt(d_k).
+std::vector<Finding> train_findings(const TrainResult& result,
+                                    const std::vector<SettingSummary>& summary);
 // Also the figure of the attention maps (AttentionMap) of the first seed at
 // the smallest and largest d_k, per task and arm, at initialisation and at
 // the end. REQUIRES: result.maps is not empty.

@@ -90,6 +90,26 @@ void write_csv(const std::string& dir, const CsvFile& file) {
   write_file_atomic(dir + "/" + file.name, out);
 }
 
+// What the run shows, in plain words, each finding with its numbers and the
+// figure to open; the train part's first, as a student should read them.
+void findings_section(std::ostringstream& md, const std::vector<Section>& sections) {
+  std::vector<const Finding*> all;
+  for (const char* part : {"train", "sgd", "init", "depth", "lr", "width", "depth-train"})
+    for (const Section& s : sections)
+      if (s.part == part)
+        for (const Finding& f : s.findings) all.push_back(&f);
+  if (all.empty()) return;
+  md << "## What this run shows\n\n";
+  int n = 0;
+  for (const Finding* f : all) {
+    md << ++n << ". **" << f->title << ".** " << f->text;
+    if (!f->figure.empty()) md << " See [" << f->figure << "](" << f->figure << ").";
+    md << "\n";
+  }
+  md << "\nThe identities and claims below give each criterion and its test; the tables "
+        "after them hold every number.\n\n";
+}
+
 // The identities at initialisation first (equivalence tests on many random
 // draws), then the claims about attention and training.
 void claims_section(std::ostringstream& md, const std::vector<Verdict>& verdicts) {
@@ -156,6 +176,7 @@ void write_report(const std::string& dir, const ReportInfo& info,
      << " s. Every number below comes from this run; the CSV files beside this report hold all "
         "of them, and docs/study.md explains the claims, the metrics and the literature. "
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
+  findings_section(md, sections);
   if (!verdicts.empty()) claims_section(md, verdicts);
   for (const Section& s : sections) md << s.markdown;
   confounds_section(md);

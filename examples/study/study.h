@@ -350,12 +350,21 @@ struct PlotFile {
   std::string name, svg, caption;
 };
 
-// One part's share of the report: its claims, its tables (markdown, under
-// its own "## " heading), its CSV files and its figures.
+// A finding for the report's first section, "What this run shows": a plain
+// sentence, the numbers behind it from this run, and the figure that shows it.
+struct Finding {
+  std::string title{};   // "Unscaled attention fails at large d_k"
+  std::string text{};    // the numbers, in words
+  std::string figure{};  // a file of the run: "final_accuracy.svg"
+};
+
+// One part's share of the report: its findings, its claims, its tables
+// (markdown, under its own "## " heading), its CSV files and its figures.
 struct Section {
   std::string part{};  // "init", ...
   double seconds = 0;
   std::string time_note{};  // more on where the part's time went, for the report's end
+  std::vector<Finding> findings{};
   std::vector<Verdict> claims{};
   std::string markdown{};
   std::vector<CsvFile> csvs{};

@@ -533,6 +533,7 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   if (result.finals.empty()) return s;
   const std::vector<SettingSummary> summary = summarise_training(result.finals);
   s.claims = train_claims(summary, result.finals, lr_sweep);
+  s.findings = train_findings(result, summary);
   s.markdown = train_table(options, summary) + update_table(result);
   s.csvs = train_csvs(result);
   s.plots = train_figures(result, summary);
