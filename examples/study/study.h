@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
 #include "nn/models.h"
+#include "nn/optim/optim.h"
 #include "tensor/random.h"
 
 namespace gradflow::study {
@@ -213,6 +215,7 @@ struct BlockRow {
 // evaluations.
 struct FinalRow {
   RunKey run;
+  std::string optimizer = "adamw";  // RunSpec::optimizer
   double lr = 0;
   int64_t steps = 0;
   double final_accuracy = 0, final_loss = 0;
@@ -260,6 +263,9 @@ struct RunSpec {
   Parametrization parametrization = Parametrization::Standard;
   bool record_blocks = false;  // per-block gradient norms at each evaluation
   uint64_t seed = 0;           // the study's base seed
+  // "adamw", or "sgd" (momentum 0.9, no Nesterov, no weight decay; the
+  // standard parametrisation only): make_optimizer's names.
+  std::string optimizer = "adamw";
 };
 
 struct RunOutput {
@@ -268,6 +274,12 @@ struct RunOutput {
   std::vector<BlockRow> blocks;
   FinalRow final;
 };
+
+// The optimiser a run's `optimizer` names over `params` at learning rate
+// lr: AdamW (betas 0.9, 0.98, eps 1e-9, no weight decay) or SGD (momentum
+// 0.9). Throws Error for any other name.
+std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
+                                              std::vector<Variable> params, double lr);
 
 // A run's FinalRow from its evaluations and training losses (summary.cpp):
 // the last 10% of evaluations averaged, thresholds, loss AUC, spikes, the
