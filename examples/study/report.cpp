@@ -112,7 +112,8 @@ void confounds_section(std::ostringstream& md) {
         "multiplying the logits by s acts like changing the initialisation and the learning "
         "rate of W_Q and W_K. With one learning rate per task, a mode's result mixes the two; "
         "an LR sweep per mode separates them (the lr part, with `--full`). The control "
-        "`none_small_init` removes only the difference at initialisation.\n"
+        "`none_small_init` removes only the difference at initialisation. Under SGD (the sgd "
+        "part) the step does follow the gradient's size, at three learning rates only.\n"
      << "- **Small and few.** Toy tasks, one or two layers, one head, a few hundred steps: "
         "effects that need scale or long training do not show. With 3 seeds the t quantile is "
         "4.30, so only large differences are detected; `--full` runs 10.\n\n";

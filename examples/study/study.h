@@ -1,11 +1,12 @@
 // The attention-scaling study: what every part shares.
 //
-// The study is six parts, each holding its runs, its claims with their
+// The study is seven parts, each holding its runs, its claims with their
 // verdicts, its tables and its figures (parts.h lists them):
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
 //   train        train.cpp (summary.cpp, train_update.cpp)
 //                                       small transformers trained per mode
+//   sgd          sgd.cpp                three modes trained under plain SGD
 //   depth        depth.cpp              gradient flow across depth at init
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
@@ -371,7 +372,7 @@ struct ReportInfo {
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);
-// Every section's claims in id order (C1 ... C12), whichever part judged them.
+// Every section's claims in id order (C1 ... C13), whichever part judged them.
 std::vector<Verdict> claims_in_order(const std::vector<Section>& sections);
 // Every file name a study can write into its folder (tested against what a
 // run of every part writes), so a new study can clear an old one's files.
