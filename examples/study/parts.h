@@ -243,7 +243,8 @@ Section lr_section(const LrOptions& options, const std::vector<FinalRow>& sweep)
 // Under SGD a step is as large as its gradient (up to clipping), so a
 // vanishing W_Q gradient is a vanishing step, which AdamW's normalised step
 // hides. Three arms at two d_k over a small grid of learning rates, reverse.
-// reverse_setup() with the part's own number of steps.
+// reverse_setup() with the part's own number of steps, 150 (docs/study.md
+// says how the steps and the grid were measured).
 TaskSetup sgd_task();
 struct SgdOptions {
   TaskSetup task = sgd_task();
@@ -252,7 +253,8 @@ struct SgdOptions {
   std::vector<std::string> modes = {"none", "inv_sqrt_dk", "inv_dk"};
   int64_t seeds = 3;  // --full: 10
 };
-SgdOptions sgd_options(const Settings& settings);  // not --modes: SGD takes these arms only
+// --seeds and --steps replace the part's own; --modes does not (its arms are fixed).
+SgdOptions sgd_options(const Settings& settings);
 // One FinalRow per (d_k, mode, lr, seed), optimizer "sgd"; paired as lr's are.
 std::vector<RunSpec> sgd_runs(const Settings& settings, const SgdOptions& options);
 std::vector<FinalRow> run_sgd(const Settings& settings, const SgdOptions& options);
@@ -262,7 +264,7 @@ struct SgdBest {
   std::string mode;
   int64_t d_k = 0;
   double best_lr = 0, best_loss = 0;
-  std::vector<const FinalRow*> runs;  // at best_lr, by seed
+  std::vector<const FinalRow*> runs;  // at best_lr, by seed: pointers into the sweep
 };
 std::vector<SgdBest> sgd_best(const std::vector<FinalRow>& sweep);
 // The paired gap none - inv_sqrt_dk at each one's best learning rate, by seed.

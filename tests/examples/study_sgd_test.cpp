@@ -77,7 +77,7 @@ TEST(StudySgd, ATinyRunLearnsAndRecordsItsOptimizer) {
   EXPECT_EQ(out.final.optimizer, "sgd");
   EXPECT_FALSE(out.final.diverged);
   ASSERT_GE(out.curves.size(), 2u);
-  EXPECT_LT(out.curves.back().eval_loss, 0.9 * out.curves.front().eval_loss);
+  EXPECT_LT(out.curves.back().eval_loss, 0.9 * out.curves.front().eval_loss);  // 2.62 to 1.83
   EXPECT_EQ(train_one([] {
               RunSpec adam = tiny_sgd_run();
               adam.task.steps = 1;
