@@ -1,6 +1,6 @@
 // scaling_study: how the attention scale (1/sqrt(d_k), none, 1/d_k, ...)
 // affects attention and gradient flow. Runs the study's parts (init, train,
-// depth; with --full also lr, width, depth-train: examples/study/parts.h),
+// sgd, depth; with --full also lr, width, depth-train: examples/study/parts.h),
 // then writes report.md, CSV files and SVG plots, whose verdicts are
 // computed from this run's numbers; docs/study.md explains the claims.
 #include <algorithm>
@@ -78,10 +78,10 @@ study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, const std::s
 }
 
 // The parts by name, in the order a reader meets them; the letters of the
-// earlier layout stay as aliases.
+// earlier layout stay as aliases (sgd came later and has none: '\0').
 const std::vector<std::pair<std::string, char>>& part_names() {
   static const std::vector<std::pair<std::string, char>> names = {
-      {"init", 'A'}, {"train", 'B'}, {"depth", 'D'},
+      {"init", 'A'}, {"train", 'B'}, {"sgd", '\0'},       {"depth", 'D'},
       {"lr", 'C'},   {"width", 'E'}, {"depth-train", 'F'}};
   return names;
 }
@@ -94,7 +94,7 @@ std::set<std::string> parse_parts(const std::string& text) {
     });
     if (it == part_names().end())
       throw cli::UsageError("--parts: unknown part '" + p +
-                            "' (expected init, train, depth, lr, width, depth-train)");
+                            "' (expected init, train, sgd, depth, lr, width, depth-train)");
     out.insert(it->first);
   }
   return out;
@@ -231,7 +231,8 @@ int run(int argc, char** argv) {
       "Measures how the attention scale affects attention and gradient flow, in parts: init "
       "(attention at initialisation, over many random draws, for d_k in {4, 16, 64, 256, 1024} "
       "and 8, 64, 512 keys), train (an encoder-decoder on reverse and a two-layer decoder on "
-      "associative recall under each mode for d_k in {16, 64, 256}, over several seeds), depth "
+      "associative recall under each mode for d_k in {16, 64, 256}, over several seeds), sgd "
+      "(three modes on reverse under plain SGD over a few learning rates), depth "
       "(gradient norms and token similarity across 1 to 8 layers at initialisation); with "
       "--full also lr (learning-rate sensitivity), width (width and muP) and depth-train (depth "
       "in training). Writes report.md, CSV files and SVG plots to --out.");
@@ -273,12 +274,12 @@ int run(int argc, char** argv) {
                 "replace the study in --out: its files are removed before this one runs");
   std::string parts;
   args.add("--parts", &parts,
-           "which parts to run, comma-separated: init, train, depth, lr, width, depth-train "
-           "(letters A to F also work; empty: init,train,depth, or all with --full)");
+           "which parts to run, comma-separated: init, train, sgd, depth, lr, width, depth-train "
+           "(letters A to F also work; empty: init,train,sgd,depth, or all with --full)");
   args.parse(argc, argv);
 
   const std::set<std::string> run = parse_parts(
-      parts.empty() ? (full ? "init,train,depth,lr,width,depth-train" : "init,train,depth")
+      parts.empty() ? (full ? "init,train,sgd,depth,lr,width,depth-train" : "init,train,sgd,depth")
                     : parts);
   study::Settings settings{.seed = static_cast<uint64_t>(seed),
                            .threads = threads,
@@ -297,6 +298,7 @@ int run(int argc, char** argv) {
   train_options.tasks = parse_tasks(tasks, recall_pairs, recall_keys);
   train_options.d_ks = parse_d_ks(d_ks);
   const study::DepthOptions depth_options = study::depth_options(settings);
+  const study::SgdOptions sgd_options = study::sgd_options(settings);
   const study::LrOptions lr_options = study::lr_options(settings);
   const study::WidthOptions width_options = study::width_options(settings);
   const study::DepthTrainOptions depth_train_options = study::depth_train_options(settings);
@@ -307,6 +309,7 @@ int run(int argc, char** argv) {
     if (run.count(part)) planned.insert(planned.end(), specs.begin(), specs.end());
   };
   plan("train", study::train_runs(settings, train_options));
+  plan("sgd", study::sgd_runs(settings, sgd_options));
   plan("lr", study::lr_runs(settings, lr_options));
   plan("width", study::width_runs(settings, width_options));
   plan("depth-train", study::depth_train_runs(settings, depth_train_options));
@@ -338,7 +341,7 @@ int run(int argc, char** argv) {
   std::vector<study::InitRow> init;
   study::TrainResult train;
   std::vector<study::DepthRow> depth;
-  std::vector<study::FinalRow> lr;
+  std::vector<study::FinalRow> sgd, lr;
   std::vector<study::WidthRow> width;
   study::DepthTrainResult depth_train;
   std::map<std::string, double> seconds;
@@ -353,6 +356,7 @@ int run(int argc, char** argv) {
     part("init", [&] { init = study::run_init(settings, init_options); });
     part("depth", [&] { depth = study::run_depth(settings, depth_options); });
     part("train", [&] { train = study::run_train(settings, train_options); });
+    part("sgd", [&] { sgd = study::run_sgd(settings, sgd_options); });
     part("lr", [&] { lr = study::run_lr(settings, lr_options); });
     part("width", [&] { width = study::run_width(settings, width_options); });
     part("depth-train",
@@ -369,6 +373,7 @@ int run(int argc, char** argv) {
   std::vector<study::Section> sections = {
       study::init_section(init_options, init, summary),
       study::train_section(train_options, train, lr),
+      study::sgd_section(sgd_options, sgd),
       study::depth_section(depth_options, depth),
       study::lr_section(lr_options, lr),
       study::width_section(width_options, width),

@@ -290,6 +290,39 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep);
 std::vector<Verdict> lr_claims(const std::vector<FinalRow>& sweep);
 Section lr_section(const LrOptions& options, const std::vector<FinalRow>& sweep);
 
+// ---- sgd: the scale under plain SGD (sgd.cpp) -------------------------------------------------
+// Under SGD a step is as large as its gradient (up to clipping), so a
+// vanishing W_Q gradient is a vanishing step, which AdamW's normalised step
+// hides. Three arms at two d_k over a small grid of learning rates, reverse.
+// reverse_setup() with the part's own number of steps, 150 (docs/study.md
+// says how the steps and the grid were measured).
+TaskSetup sgd_task();
+struct SgdOptions {
+  TaskSetup task = sgd_task();
+  std::vector<int64_t> d_ks = {16, 256};
+  std::vector<double> lrs = {0.03, 0.1, 0.3};
+  std::vector<std::string> modes = {"none", "inv_sqrt_dk", "inv_dk"};
+  int64_t seeds = 3;  // --full: 10
+};
+// --seeds and --steps replace the part's own; --modes does not (its arms are fixed).
+SgdOptions sgd_options(const Settings& settings);
+// One FinalRow per (d_k, mode, lr, seed), optimizer "sgd"; paired as lr's are.
+std::vector<RunSpec> sgd_runs(const Settings& settings, const SgdOptions& options);
+std::vector<FinalRow> run_sgd(const Settings& settings, const SgdOptions& options);
+// Per (mode, d_k): the learning rate whose capped loss (capped_loss),
+// averaged over seeds, is lowest, and the runs at it, one per seed.
+struct SgdBest {
+  std::string mode;
+  int64_t d_k = 0;
+  double best_lr = 0, best_loss = 0;
+  std::vector<const FinalRow*> runs;  // at best_lr, by seed: pointers into the sweep
+};
+std::vector<SgdBest> sgd_best(const std::vector<FinalRow>& sweep);
+// The paired gap none - inv_sqrt_dk at each one's best learning rate, by seed.
+inline constexpr double kSgdGapMargin = 0.05;           // nats
+Verdict sgd_claim(const std::vector<FinalRow>& sweep);  // C13
+Section sgd_section(const SgdOptions& options, const std::vector<FinalRow>& sweep);
+
 // ---- width (--full): the best learning rate across width, SP against muP (width.cpp) ---------
 // Yang et al. 2022: two heads of d_k = d_model / 2 at each width, under three
 // parametrisations, over a grid of learning rates.

@@ -53,6 +53,7 @@ const std::vector<std::string>& study_files() {
                                                  "final_metrics.csv",
                                                  "depth_metrics.csv",
                                                  "lr_sweep.csv",
+                                                 "sgd_sweep.csv",
                                                  "width_sweep.csv",
                                                  "depth_train.csv",
                                                  "logit_std.svg",
@@ -68,6 +69,7 @@ const std::vector<std::string>& study_files() {
                                                  "lr_sensitivity.svg",
                                                  "lr_max_logit.svg",
                                                  "entropy_collapse.svg",
+                                                 "sgd_lr.svg",
                                                  "width_lr.svg",
                                                  "width_best_lr.svg",
                                                  "depth_train_loss.svg",
@@ -145,7 +147,8 @@ void confounds_section(std::ostringstream& md) {
         "multiplying the logits by s acts like changing the initialisation and the learning "
         "rate of W_Q and W_K. With one learning rate per task, a mode's result mixes the two; "
         "an LR sweep per mode separates them (the lr part, with `--full`). The control "
-        "`none_small_init` removes only the difference at initialisation.\n"
+        "`none_small_init` removes only the difference at initialisation. Under SGD (the sgd "
+        "part) the step does follow the gradient's size, at three learning rates only.\n"
      << "- **Small and few.** Toy tasks, one or two layers, one head, a few hundred steps: "
         "effects that need scale or long training do not show. With 3 seeds the t quantile is "
         "4.30, so only large differences are detected; `--full` runs 10.\n\n";

@@ -1,6 +1,6 @@
 // The attention-scaling study: what every part shares.
 //
-// The study is six parts, each holding its runs, its claims with their
+// The study is seven parts, each holding its runs, its claims with their
 // verdicts, its tables and its figures (parts.h lists them):
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
@@ -8,6 +8,7 @@
 //                                       small transformers trained per mode;
 //                                       train_update.cpp: the update beside
 //                                       the gradient, and the attention maps
+//   sgd          sgd.cpp                three modes trained under plain SGD
 //   depth        depth.cpp              gradient flow across depth at init
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +37,7 @@
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
 #include "nn/models.h"
+#include "nn/optim/optim.h"
 #include "tensor/random.h"
 
 namespace gradflow::study {
@@ -223,6 +226,7 @@ struct BlockRow {
 // evaluations.
 struct FinalRow {
   RunKey run;
+  std::string optimizer = "adamw";  // RunSpec::optimizer
   double lr = 0;
   int64_t steps = 0;      // the budget
   int64_t steps_run = 0;  // the updates made: fewer than steps when the run stopped solved
@@ -272,6 +276,9 @@ struct RunSpec {
   bool record_blocks = false;  // per-block gradient norms at each evaluation
   bool record_maps = false;    // the key layer's attention on one example (AttentionMap)
   uint64_t seed = 0;           // the study's base seed
+  // "adamw", or "sgd" (momentum 0.9, no Nesterov, no weight decay; the
+  // standard parametrisation only): make_optimizer's names.
+  std::string optimizer = "adamw";
 };
 
 // What the layer where the task looks its answer up (key_layer) attends to on
@@ -295,6 +302,12 @@ struct RunOutput {
   FinalRow final;
   std::vector<AttentionMap> maps;  // one when RunSpec::record_maps, else none
 };
+
+// The optimiser a run's `optimizer` names over `params` at learning rate
+// lr: AdamW (betas 0.9, 0.98, eps 1e-9, no weight decay) or SGD (momentum
+// 0.9). Throws Error for any other name.
+std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
+                                              std::vector<Variable> params, double lr);
 
 // A run's FinalRow from its evaluations and training losses (summary.cpp):
 // the last 10% of evaluations averaged, thresholds, loss AUC, spikes, the
@@ -399,7 +412,7 @@ struct ReportInfo {
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);
-// Every section's claims in id order (C1 ... C12), whichever part judged them.
+// Every section's claims in id order (C1 ... C13), whichever part judged them.
 std::vector<Verdict> claims_in_order(const std::vector<Section>& sections);
 // Every file name a study can write into its folder (tested against what a
 // run of every part writes), so a new study can clear an old one's files.

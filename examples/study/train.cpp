@@ -337,10 +337,15 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
                           "steps_to_99", "reached_99", "loss_auc", "seq_accuracy", "spikes",
                           "max_logit", "grad_ratio_qv", "diverged"})
       columns.push_back(c);
+    // The optimizer right after the mode, as in sgd_sweep.csv.
+    const auto optimizer_at =
+        std::find(columns.begin(), columns.end(), "mode") - columns.begin() + 1;
+    columns.insert(columns.begin() + optimizer_at, "optimizer");
     std::vector<CsvRow> rows;
     for (const FinalRow& f : b.finals) {
       CsvRow row;
       add_run(row, f.run);
+      row.insert(row.begin() + optimizer_at, f.optimizer);
       row.insert(row.end(),
                  {f.lr, f.steps, csv_number(f.final_accuracy), csv_number(f.final_loss),
                   f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99, csv_number(f.loss_auc),

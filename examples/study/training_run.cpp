@@ -119,12 +119,12 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
   return m;
 }
 
-// The optimisers: one AdamW for the standard parametrisation; a second one
-// at lr x hidden_factor for muP's hidden matrices and output layer (base /
-// width), or for kReparam's W_Q and W_K (d_k^(-1/4)). first.lr() is the
-// run's learning rate either way.
+// The optimisers: one for the standard parametrisation (AdamW or SGD); a
+// second AdamW at lr x hidden_factor for muP's hidden matrices and output
+// layer (base / width), or for kReparam's W_Q and W_K (d_k^(-1/4)).
+// first.lr() is the run's learning rate either way.
 struct Optimisers {
-  std::unique_ptr<nn::AdamW> first, hidden;
+  std::unique_ptr<nn::Optimizer> first, hidden;
   double hidden_factor = 1;
 
   void set_lr(double lr) {
@@ -144,8 +144,17 @@ struct Optimisers {
 Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
   Optimisers o;
   auto adam = [&spec](std::vector<Variable> params) {
-    return std::make_unique<nn::AdamW>(std::move(params), spec.task.lr, 0.9, 0.98, 1e-9, 0.0);
+    return make_optimizer("adamw", std::move(params), spec.task.lr);
   };
+  if (spec.optimizer != "adamw") {
+    // Their second learning rate is derived from Adam's step, which does not
+    // follow the gradient's size: under SGD it would be another rule.
+    if (spec.key.mode == kReparam || spec.parametrization != Parametrization::Standard)
+      fail("scaling_study: optimizer '" + spec.optimizer +
+           "' takes the standard parametrisation only (not muP, not " + kReparam + ")");
+    o.first = make_optimizer(spec.optimizer, model.owner->parameters(), spec.task.lr);
+    return o;
+  }
   if (spec.key.mode == kReparam) {
     // Under Adam a step moves a weight by about the learning rate whatever
     // its gradient, so W_Q' = d_k^(-1/4) W_Q must also move d_k^(-1/4) as far
@@ -376,6 +385,15 @@ std::pair<std::vector<float>, double> attention_map(const StudyModel& model, con
 
 }  // namespace
 
+std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
+                                              std::vector<Variable> params, double lr) {
+  if (optimizer == "adamw")
+    return std::make_unique<nn::AdamW>(std::move(params), lr, 0.9, 0.98, 1e-9, 0.0);
+  if (optimizer == "sgd")
+    return std::make_unique<nn::SGD>(std::move(params), lr, 0.9, /*nesterov=*/false, 0.0);
+  fail("scaling_study: unknown optimizer '" + optimizer + "' (expected adamw or sgd)");
+}
+
 RunShape run_shape(const RunSpec& spec) {
   const TaskSetup& task = spec.task;
   RunShape shape;
@@ -416,6 +434,7 @@ RunOutput train_one(const RunSpec& spec) {
   const int64_t warmup = spec.warmup ? std::max<int64_t>(1, steps / 20) : 1;
   RunOutput out;
   out.final.run = key;
+  out.final.optimizer = spec.optimizer;
   out.final.lr = task.lr;
   out.final.steps = steps;
   out.final.qk_std_init = qk_std(model, eval.front());
@@ -462,6 +481,7 @@ RunOutput train_one(const RunSpec& spec) {
     std::vector<Variable> params = opt.first->params();
     if (opt.hidden)
       params.insert(params.end(), opt.hidden->params().begin(), opt.hidden->params().end());
+    // Under SGD this caps the step too: lr * ||g|| <= lr (momentum aside).
     nn::clip_grad_norm(params, 1.0);
     opt.step();
     out.final.steps_run = step + 1;

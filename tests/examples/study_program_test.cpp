@@ -21,6 +21,22 @@ TEST_F(StudyProgramTest, HelpListsTheFlags) {
   for (const char* flag : {"--seeds", "--full", "--steps", "--tasks", "--d-ks", "--modes",
                            "--parts", "--recall-pairs", "--threads", "--out"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  for (const char* part : {"init", "train", "sgd", "depth", "lr", "width", "depth-train"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part;
+}
+
+TEST_F(StudyProgramTest, TheSgdPartIsNamed) {
+  // Accepted by --parts: the run goes on to its --out, here a file, and
+  // stops there before training anything.
+  std::ofstream(path("a file")) << "not a folder\n";
+  Result r = run(kScalingStudy, {"--parts", "sgd", "--out", path("a file")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot create the directory"), std::string::npos) << r.err;
+  r = run(kScalingStudy, {"--parts", "sgd,bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown part 'bogus' (expected init, train, sgd, depth,"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
