@@ -204,11 +204,14 @@ void print_summary(const std::vector<study::Section>& sections, const study::Tra
   if (!verdicts.empty()) {
     std::printf("\n%-4s %-15s %s\n", "id", "verdict", "claim");
     for (const study::Verdict& v : verdicts)
-      std::printf("%-4s %-15s %s\n", v.id.c_str(), v.verdict.c_str(), v.claim.c_str());
+      std::printf("%-4s %-15s %s%s\n", v.id.c_str(), v.verdict.c_str(),
+                  v.identity ? "(identity) " : "", v.claim.c_str());
   }
   if (train.finals.empty()) return;
-  std::printf("\nfinal held-out accuracy, mean over %lld seeds (95%% interval in report.md)\n",
-              static_cast<long long>(options.seeds));
+  std::printf(
+      "\nreverse: final held-out accuracy, mean over %lld seeds; recall: the share of runs "
+      "solved (intervals in report.md)\n",
+      static_cast<long long>(options.seeds));
   std::printf("%-8s %5s", "task", "d_k");
   for (const std::string& m : options.modes) std::printf(" %8.8s", m.c_str());
   std::printf("\n");

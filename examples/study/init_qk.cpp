@@ -198,8 +198,7 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
   }
   {  // C3
     Verdict v{"C3",
-              "dividing by d_k gives variance 1/d_k: the softmax becomes nearly uniform and "
-              "attention loses focus"};
+              "with 1/d_k the softmax becomes nearly uniform and attention loses focus"};
     v.why =
         "Var(q.k / d_k) = d_k / d_k^2; logits of std 1/sqrt(d_k) barely differ, so every weight "
         "is close to 1/n; a layer that cannot focus must learn larger q and k first.";
@@ -233,7 +232,7 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     out.push_back(v);
   }
   {  // C4
-    Verdict v{"C4", "dividing by 2 sqrt(d_k) gives variance 1/4: still too flat"};
+    Verdict v{"C4", "with 1/(2 sqrt(d_k)) attention is still too flat"};
     v.why =
         "Var = d_k / (4 d_k); the logits' std is 1/2, so the softmax is flatter than with "
         "1/sqrt(d_k) at every d_k.";

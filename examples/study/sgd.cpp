@@ -173,6 +173,15 @@ Section sgd_section(const SgdOptions& o, const std::vector<FinalRow>& sweep) {
   Section sec{.part = "sgd"};
   if (sweep.empty()) return sec;
   sec.claims = {sgd_claim(sweep)};
+  const Verdict& c = sec.claims.front();
+  sec.findings.push_back(
+      {std::string("Under plain SGD, where a step is as large as its gradient, the textbook "
+                   "story ") +
+           (c.verdict == "holds"           ? "holds"
+            : c.verdict == "partly holds"  ? "holds in part"
+            : c.verdict == "does not hold" ? "does not hold"
+                                           : "is unclear"),
+       "C13: " + c.measured + ". " + c.reason + ".", "sgd_lr.svg"});
   std::ostringstream md;
   md << "## sgd: the scale under plain SGD\n\n"
      << "The `" << o.task.task << "` task, " << o.task.steps

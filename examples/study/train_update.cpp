@@ -296,7 +296,7 @@ Finding update_finding(const TrainResult& b) {
   const std::vector<int64_t> rev = d_ks_of(b, "reverse");
   if (rev.empty()) return {};
   const int64_t d_k = rev.back();
-  const SeedRatio grad = seed_ratio(b, "reverse", d_k, &LayerRow::grad_norm_wq);
+  const SeedRatio grad = seed_ratio(b, "reverse", d_k, &LayerRow::grad_ratio_qv);
   const SeedRatio update = seed_ratio(b, "reverse", d_k, &LayerRow::update_wq);
   if (grad.n == 0) return {};
   auto diff = [&](const std::string& a, const std::string& c) {
@@ -305,10 +305,12 @@ Finding update_finding(const TrainResult& b) {
   const Interval total = diff("none", kDefaultMode), start = diff("none", kControl),
                  rest = diff(kControl, kDefaultMode);
   std::string text = "On `reverse` at d_k " + std::to_string(d_k) +
-                     ", by the end of training unscaled attention's gradient at W_Q is " +
-                     significant(grad.ratio, 2) + "x 1/sqrt(d_k)'s (lower in " +
+                     ", over the last 10% of training, the gradient at W_Q relative to W_V's "
+                     "in the layer where the answer is looked up is " +
+                     significant(grad.ratio, 2) + "x as large without scaling as with 1/sqrt(d_k) "
+                     "(geometric mean over seeds; lower in " +
                      std::to_string(grad.below) + " of " + std::to_string(grad.n) +
-                     " seeds), but the update AdamW applies to W_Q is " +
+                     "), but the update AdamW applies to W_Q, relative to W_Q, is " +
                      significant(update.ratio, 2) +
                      "x: Adam divides each gradient by its own running size, so a small "
                      "gradient is not a small step.";
