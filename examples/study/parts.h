@@ -212,6 +212,11 @@ std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& lr_sweep);
 Section train_section(const TrainOptions& options, const TrainResult& result,
                       const std::vector<FinalRow>& lr_sweep);
+// train_figures.cpp: the part's CSV files (train_metrics.csv,
+// train_layers.csv, final_metrics.csv) and its figures.
+std::vector<CsvFile> train_csvs(const TrainResult& result);
+std::vector<PlotFile> train_figures(const TrainResult& result,
+                                    const std::vector<SettingSummary>& summary);
 // The (task, d_k) settings of a run of the part, in the order they came; and
 // one panel of a figure of the layer where the task looks its answer up
 // (key_layer) over training, per mode (log y), those not in `modes` empty.

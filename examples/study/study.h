@@ -4,21 +4,24 @@
 // verdicts, its tables and its figures (parts.h lists them):
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
-//   train        train.cpp (summary.cpp, train_update.cpp)
-//                                       small transformers trained per mode;
+//   train        train.cpp              small transformers trained per mode;
+//                                       summary.cpp: runs over seeds;
 //                                       train_update.cpp: the update beside
-//                                       the gradient, and the attention maps
+//                                       the gradient, the attention maps and
+//                                       the findings; train_figures.cpp: its
+//                                       CSV files and figures
 //   sgd          sgd.cpp                three modes trained under plain SGD
 //   depth        depth.cpp              gradient flow across depth at init
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
-//   depth-train  depth.cpp              (--full) depth in training
+//   depth-train  depth_train.cpp        (--full) depth in training
 //
 // The statistics they use are examples/stats/ (namespace gradflow::stats).
 //
 // This header holds what they share: the arms compared, the run's Settings,
-// the job runner, the attention metrics, one training run (training_run.cpp)
-// and the Section each part returns to the report (report.cpp).
+// the job runner, the attention metrics, one training run (training_run.cpp,
+// with run_model.h and run_probes.cpp) and the Section each part returns to
+// the report (report.cpp), which opens with the parts' findings.
 // docs/study.md explains the claims, the metrics and the literature.
 #pragma once
 

@@ -1,0 +1,68 @@
+// What one training run is made of (training_run.cpp) and what its loop
+// measures of its attention layers (run_probes.cpp): internal to the study.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "examples/study/study.h"
+#include "nn/models.h"
+
+namespace gradflow::study {
+
+struct Batch {
+  Tensor src, src_pad, input, target;  // src, src_pad only for reverse
+};
+
+// One model of either kind, with its attention layers and blocks named for
+// the logs, input side first.
+struct StudyModel {
+  std::unique_ptr<nn::Module> owner;
+  nn::EncoderDecoder* seq2seq = nullptr;
+  nn::DecoderLM* lm = nullptr;
+  std::vector<std::pair<std::string, nn::MultiHeadAttention*>> attention;
+  std::vector<std::pair<std::string, nn::Module*>> blocks;
+  nn::Linear* head = nullptr;
+
+  Variable forward(const Batch& b) const {
+    return seq2seq ? seq2seq->forward(b.src, b.input, b.src_pad) : lm->forward(b.input);
+  }
+};
+
+// ---- Probes (run_probes.cpp) -----------------------------------------------------
+// The attention layers' state after a backward: the probe of the forward
+// that was recorded and the gradients of W_Q, W_K, W_V; one row per layer.
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+                   std::vector<LayerRow>& out);
+
+// Before an evaluation step's update: each attention layer's W_Q, W_K, W_V
+// and the scaled logits its probe recorded on the step's batch.
+struct LayerSnapshot {
+  Tensor wq, wk, wv, logits;
+};
+std::vector<LayerSnapshot> snapshot(const StudyModel& model);
+
+// After the update: fills the update columns of the layers' rows, the last
+// model.attention.size() rows of `rows`, from a second forward of the batch.
+void record_updates(const StudyModel& model, const Batch& b,
+                    const std::vector<LayerSnapshot>& before, std::vector<LayerRow>& rows);
+
+// Each block's gradient norm (all its parameters together).
+void record_blocks(const StudyModel& model, int64_t step, double loss, std::vector<BlockRow>& out);
+
+// The std of the unscaled q.k (for qk_l2norm, of cos(q, k)) on a held-out
+// batch, averaged over the layers: the probe's logits over each layer's factor.
+double qk_std(const StudyModel& model, const Batch& batch);
+
+// Held-out example 0 alone: a batch of one.
+Batch first_example(const Batch& b);
+// The map's layer and its size on `example` (AttentionMap, empty weights).
+AttentionMap empty_map(const std::string& task, const Batch& example);
+// The map's layer on `example` (a batch of one), head 0, cropped to
+// map.queries x map.keys: the weights, row-major, and their entropy_norm.
+std::pair<std::vector<float>, double> attention_map(const StudyModel& model, const Batch& example,
+                                                    const AttentionMap& map);
+
+}  // namespace gradflow::study

@@ -1,0 +1,161 @@
+// What a training run's loop measures of its attention layers (run_model.h):
+// their state after each logged backward, the update the step made, the
+// std of q.k, and the attention map of one held-out example.
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "examples/study/run_model.h"
+#include "nn/data/toy_tasks.h"
+#include "nn/scale_variants.h"
+#include "tensor/ops.h"
+
+namespace gradflow::study {
+
+namespace {
+
+// ||now - before||_F / ||before||_F.
+double relative_change(const Tensor& now, const Tensor& before) {
+  const Tensor d = sub(now, before);
+  return std::sqrt(sum(mul(d, d)).item() / sum(mul(before, before)).item());
+}
+
+// Mean |a - b| over the entries where `mask` (broadcast; may be undefined) is 0.
+double visible_mean_abs_change(const Tensor& a, const Tensor& b, const Tensor& mask) {
+  std::vector<double> x = a.to_vector(), y = b.to_vector();
+  std::vector<double> m =
+      mask.defined() ? mask.expand(a.shape()).to_vector() : std::vector<double>(x.size(), 0.0);
+  double total = 0, n = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (m[i] == 0) total += std::abs(x[i] - y[i]), ++n;
+  return n > 0 ? total / n : 0;
+}
+
+// The factor a layer multiplies q.k by now, wherever it is kept: the learned
+// scale, qk_l2norm's g (on unit q and k), learned_log's exp(t), or the
+// mode's fixed factor.
+double logit_factor(const nn::MultiHeadAttention& a) {
+  if (a.scale.defined()) return a.scale.data().item();
+  if (const auto* l2 = a.variant<nn::QkL2Norm>()) return l2->g.data().item();
+  if (const auto* t = a.variant<nn::LearnedLogScale>()) return std::exp(t->log_scale.data().item());
+  return a.scale_mode().value(a.d_k());
+}
+
+}  // namespace
+
+// The attention layers' state after a backward: the probe of the forward
+// that was recorded and the gradients of W_Q, W_K, W_V.
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+                   std::vector<LayerRow>& out) {
+  for (const auto& [name, a] : model.attention) {
+    LayerRow row{key, step, name, a->d_k()};
+    AttentionStats st =
+        attention_stats(a->probe.weights.data(), a->probe.logits.data(), a->probe.mask);
+    row.max_logit = st.max_logit;
+    row.entropy_norm = st.entropy_norm;
+    row.grad_norm_wq = grad_norm(a->q_proj->weight);
+    row.grad_norm_wk = grad_norm(a->k_proj->weight);
+    row.grad_norm_wv = grad_norm(a->v_proj->weight);
+    row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
+    out.push_back(row);
+  }
+}
+
+std::vector<LayerSnapshot> snapshot(const StudyModel& model) {
+  std::vector<LayerSnapshot> out;
+  for (const auto& [name, a] : model.attention)
+    out.push_back({a->q_proj->weight.data().clone(), a->k_proj->weight.data().clone(),
+                   a->v_proj->weight.data().clone(), a->probe.logits.data()});
+  return out;
+}
+
+// After the update: fills the update columns of the layers' rows, the last
+// model.attention.size() rows of `rows`, from a second forward of the batch.
+void record_updates(const StudyModel& model, const Batch& b,
+                    const std::vector<LayerSnapshot>& before, std::vector<LayerRow>& rows) {
+  NoGradGuard no_grad;
+  for (auto& [name, a] : model.attention) a->record_probe = true;
+  model.forward(b);
+  LayerRow* row = rows.data() + rows.size() - model.attention.size();
+  for (size_t i = 0; i < model.attention.size(); ++i, ++row) {
+    const nn::MultiHeadAttention& a = *model.attention[i].second;
+    row->update_wq = relative_change(a.q_proj->weight.data(), before[i].wq);
+    row->update_wk = relative_change(a.k_proj->weight.data(), before[i].wk);
+    row->update_wv = relative_change(a.v_proj->weight.data(), before[i].wv);
+    row->logit_change =
+        visible_mean_abs_change(a.probe.logits.data(), before[i].logits, a.probe.mask);
+  }
+  for (auto& [name, a] : model.attention) a->record_probe = false;
+}
+
+void record_blocks(const StudyModel& model, int64_t step, double loss, std::vector<BlockRow>& out) {
+  for (const auto& [name, block] : model.blocks) {
+    double squares = 0;
+    for (const Variable& p : block->parameters()) squares += std::pow(grad_norm(p), 2);
+    out.push_back({step, name, loss, std::sqrt(squares)});
+  }
+}
+
+// The std of the unscaled q.k (for qk_l2norm, of cos(q, k)) on a held-out
+// batch, averaged over the layers: the probe's logits over each layer's factor.
+double qk_std(const StudyModel& model, const Batch& batch) {
+  NoGradGuard no_grad;
+  for (auto& [name, a] : model.attention) a->record_probe = true;
+  model.forward(batch);
+  double total = 0;
+  for (auto& [name, a] : model.attention) {
+    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(logit_factor(*a));
+    a->record_probe = false;
+  }
+  return total / static_cast<double>(model.attention.size());
+}
+
+// Held-out example 0 alone: a batch of one.
+Batch first_example(const Batch& b) {
+  auto one = [](const Tensor& t) { return t.defined() ? t.narrow(0, 0, 1).contiguous() : t; };
+  return {one(b.src), one(b.src_pad), one(b.input), one(b.target)};
+}
+
+// The map's layer and its size on `example`. Reverse's real positions are a
+// prefix (PAD only pads): the target's non-PAD positions query, the source's
+// non-PAD positions are the keys. Recall has no padding.
+AttentionMap empty_map(const std::string& task, const Batch& example) {
+  AttentionMap map{.layer = key_layer(task)};
+  if (!example.src.defined()) {
+    map.queries = map.keys = example.input.shape()[1];
+    return map;
+  }
+  for (double t : example.target.to_vector()) map.queries += t != nn::kPadToken;
+  for (double pad : example.src_pad.to_vector()) map.keys += pad == 0;
+  return map;
+}
+
+// The map's layer on `example` (a batch of one), head 0, cropped to
+// map.queries x map.keys: the weights, row-major, and their entropy_norm.
+// One no-grad forward with the probe on that layer only.
+std::pair<std::vector<float>, double> attention_map(const StudyModel& model, const Batch& example,
+                                                    const AttentionMap& map) {
+  nn::MultiHeadAttention* layer = nullptr;
+  for (const auto& [name, a] : model.attention)
+    if (name == map.layer) layer = a;
+  if (layer == nullptr) fail("train_one: the model has no attention layer ", map.layer);
+  NoGradGuard no_grad;
+  layer->record_probe = true;
+  model.forward(example);
+  layer->record_probe = false;
+  const Tensor& all = layer->probe.weights.data();  // (1, H, T, S)
+  auto crop = [&map](const Tensor& t) {             // -> (1, 1, queries, keys)
+    return t.narrow(1, 0, 1).narrow(2, 0, map.queries).narrow(3, 0, map.keys);
+  };
+  const Tensor weights = crop(all), logits = crop(layer->probe.logits.data());
+  const Tensor mask =
+      layer->probe.mask.defined() ? crop(layer->probe.mask.expand(all.shape())) : Tensor();
+  const std::vector<double> w = weights.to_vector();
+  const std::vector<double> hidden =
+      mask.defined() ? mask.to_vector() : std::vector<double>(w.size(), 0.0);
+  std::vector<float> out(w.size());
+  // The softmax already gives a hidden key exp(-inf) = 0; the mask makes it exact.
+  for (size_t i = 0; i < w.size(); ++i) out[i] = hidden[i] != 0 ? 0.0f : static_cast<float>(w[i]);
+  return {out, attention_stats(weights, logits, mask).entropy_norm};
+}
+
+}  // namespace gradflow::study

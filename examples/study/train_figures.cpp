@@ -1,0 +1,259 @@
+// The train part's files: its CSV files (every evaluation, every attention
+// layer at every evaluation, every run's end) and its figures (learning
+// curves, the key layer over training, every setting's outcome). train.cpp
+// holds the part's runs, claims and section.
+#include <algorithm>
+#include <cmath>
+
+#include "examples/study/parts.h"
+
+namespace gradflow::study {
+
+namespace {
+
+std::vector<std::string> run_columns() { return {"task", "d_k", "mode", "seed"}; }
+void add_run(CsvRow& row, const RunKey& k) {
+  row.insert(row.end(), {k.task, k.d_k, k.mode, k.seed});
+}
+
+}  // namespace
+
+std::vector<CsvFile> train_csvs(const TrainResult& b) {
+  std::vector<CsvFile> out;
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c : {"step", "train_loss", "eval_loss", "accuracy", "spike"})
+      columns.push_back(c);
+    std::vector<CsvRow> rows;
+    for (const CurveRow& r : b.curves) {
+      CsvRow row;
+      add_run(row, r.run);
+      row.insert(row.end(), {r.step, csv_number(r.train_loss), csv_number(r.eval_loss),
+                             csv_number(r.eval_accuracy), r.spike});
+      rows.push_back(row);
+    }
+    out.push_back({"train_metrics.csv", columns, rows});
+  }
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c :
+         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
+          "grad_norm_wv", "grad_ratio_qv", "update_wq", "update_wk", "update_wv", "logit_change"})
+      columns.push_back(c);
+    std::vector<CsvRow> rows;
+    for (const LayerRow& r : b.layers) {
+      CsvRow row;
+      add_run(row, r.run);
+      row.insert(row.end(),
+                 {r.step, r.layer, r.layer_d_k, csv_number(r.max_logit), csv_number(r.entropy_norm),
+                  csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk),
+                  csv_number(r.grad_norm_wv), csv_number(r.grad_ratio_qv), csv_number(r.update_wq),
+                  csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change)});
+      rows.push_back(row);
+    }
+    out.push_back({"train_layers.csv", columns, rows});
+  }
+  {
+    std::vector<std::string> columns = run_columns();
+    for (const char* c : {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90",
+                          "steps_to_99", "reached_99", "loss_auc", "seq_accuracy", "spikes",
+                          "max_logit", "grad_ratio_qv", "diverged"})
+      columns.push_back(c);
+    // The optimizer right after the mode, as in sgd_sweep.csv.
+    const auto optimizer_at =
+        std::find(columns.begin(), columns.end(), "mode") - columns.begin() + 1;
+    columns.insert(columns.begin() + optimizer_at, "optimizer");
+    std::vector<CsvRow> rows;
+    for (const FinalRow& f : b.finals) {
+      CsvRow row;
+      add_run(row, f.run);
+      row.insert(row.begin() + optimizer_at, f.optimizer);
+      row.insert(row.end(),
+                 {f.lr, f.steps, csv_number(f.final_accuracy), csv_number(f.final_loss),
+                  f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99, csv_number(f.loss_auc),
+                  f.seq_accuracy >= 0 ? csv_number(f.seq_accuracy) : "", f.spikes,
+                  csv_number(f.max_logit), csv_number(f.grad_ratio_qv), f.diverged});
+      rows.push_back(row);
+    }
+    out.push_back({"final_metrics.csv", columns, rows});
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> modes_of(const TrainResult& b) {
+  std::vector<std::string> out;
+  for (const std::string& m : study_modes())
+    for (const FinalRow& f : b.finals)
+      if (f.run.mode == m) {
+        out.push_back(m);
+        break;
+      }
+  return out;
+}
+
+// A two-valued task's outcome, one dot per run: the steps to solve it, or
+// above the budget for a run that never did. Modes side by side around each
+// d_k, seeds a little apart within a mode; one series per mode whose dots a
+// NaN keeps apart.
+plot::Figure solve_dots(const TrainResult& b, const std::string& task) {
+  plot::Figure f = figure(task + ": steps to solve, one dot per run", "d_k", true,
+                          "steps to 99% held-out accuracy", false);
+  double budget = 0;
+  for (const FinalRow& r : b.finals)
+    if (r.run.task == task) budget = std::max(budget, static_cast<double>(r.steps));
+  const std::vector<std::string>& modes = study_modes();
+  for (size_t i = 0; i < modes.size(); ++i) {
+    plot::Series s = mode_series(modes[i], true);
+    for (const FinalRow& r : b.finals) {
+      if (r.run.task != task || r.run.mode != modes[i]) continue;
+      const double shift =
+          0.07 * (static_cast<double>(i) - 3) + 0.012 * static_cast<double>(r.run.seed % 5 - 2);
+      s.x.insert(s.x.end(), {static_cast<double>(r.run.d_k) * std::exp(shift), kNaN});
+      s.y.insert(s.y.end(),
+                 {r.reached_99 ? r.steps_to_99
+                               : budget * (1.06 + 0.01 * static_cast<double>(r.run.seed % 5)),
+                  kNaN});
+    }
+    f.series.push_back(s);
+  }
+  plot::Series line{.label = "budget (above: not solved)", .dashed = true, .color = "#888"};
+  for (const FinalRow& r : b.finals)
+    if (r.run.task == task) {
+      line.x.push_back(static_cast<double>(r.run.d_k));
+    }
+  std::sort(line.x.begin(), line.x.end());
+  if (!line.x.empty()) {
+    line.x = {line.x.front() * 0.7, line.x.back() * 1.4};
+    line.y = {budget, budget};
+  }
+  f.series.push_back(line);
+  f.y.min = 0, f.y.max = budget * 1.15;
+  return f;
+}
+
+}  // namespace
+
+std::vector<PlotFile> train_figures(const TrainResult& b,
+                                    const std::vector<SettingSummary>& summary) {
+  std::vector<PlotFile> out;
+  const auto settings = settings_of(b);
+  const auto modes = modes_of(b);
+  auto curve_panels = [&](const std::string& y, bool log_y, double CurveRow::*field) {
+    const bool accuracy = field == &CurveRow::eval_accuracy;
+    std::vector<plot::Figure> panels;
+    for (const auto& [task, d_k] : settings) {
+      plot::Figure f = figure(task + ", d_k = " + std::to_string(d_k), "step", false, y, log_y);
+      if (accuracy) f.y.min = 0, f.y.max = 1;
+      for (const std::string& mode : study_modes()) {
+        plot::Series s = mode_series(mode);
+        const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
+        if (trained && two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, field);
+        if (trained && !two_valued(task)) curve_band(s, b.curves, task, d_k, mode, field, accuracy);
+        f.series.push_back(s);
+      }
+      panels.push_back(f);
+    }
+    return panels;
+  };
+  out.push_back(
+      {"accuracy_curves.svg",
+       plot::render_svg_grid(curve_panels("held-out accuracy", false, &CurveRow::eval_accuracy), 3,
+                             {.share_y = true, .legend_once = true}),
+       "Held-out accuracy against training step, one panel per task and d_k. reverse: the "
+       "mean over seeds with its 95% t-interval shaded (cut at 0 and 1; every mode of a seed "
+       "starts from the same weights and sees the same batches). recall: every seed's own "
+       "run, one line each, since a run either solves it (and stops at 99%) or stays near "
+       "chance, and a mean of the two would draw a path no run followed."});
+  out.push_back(
+      {"loss_curves.svg",
+       plot::render_svg_grid(curve_panels("held-out loss", true, &CurveRow::eval_loss), 3,
+                             {.share_y = true, .legend_once = true}),
+       "Held-out cross-entropy against training step (log y), one panel per task and d_k: "
+       "reverse, the mean over seeds with its 95% interval shaded; recall, every seed's run."});
+  auto layer_panels = [&](const std::string& y, double LayerRow::*field) {
+    std::vector<plot::Figure> panels;
+    for (const auto& [task, d_k] : settings)
+      panels.push_back(key_layer_panel(
+          b, task, d_k, task + " " + key_layer(task) + ", d_k = " + std::to_string(d_k), y, field,
+          modes));
+    return panels;
+  };
+  out.push_back(
+      {"max_logit.svg",
+       plot::render_svg_grid(layer_panels("largest |logit|", &LayerRow::max_logit), 3,
+                             {.share_y = true, .legend_once = true}),
+       "The largest |scaled logit| of the attention layer where each task looks its answer up "
+       "(reverse: cross-attention; recall: the second layer) against training step, log y: "
+       "mean over seeds with its 95% interval shaded. Growing logits mean sharpening, "
+       "eventually saturated, attention."});
+  out.push_back(
+      {"grad_ratio.svg",
+       plot::render_svg_grid(layer_panels("||dL/dW_Q|| / ||dL/dW_V||", &LayerRow::grad_ratio_qv), 3,
+                             {.share_y = true, .legend_once = true}),
+       "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
+       "step, log y: mean over seeds with its 95% interval. A falling ratio is the query's "
+       "gradient vanishing relative to the value's."});
+  std::vector<plot::Figure> finals;
+  std::vector<std::string> tasks;
+  for (const auto& [task, d_k] : settings)
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
+  for (const std::string& task : tasks) {
+    if (two_valued(task)) {
+      finals.push_back(solve_dots(b, task));
+      continue;
+    }
+    plot::Figure f = figure(task, "d_k", true, "final held-out accuracy", false);
+    f.y.min = 0, f.y.max = 1;
+    for (const std::string& mode : study_modes()) {
+      plot::Series s = mode_series(mode);
+      s.markers = true;
+      for (const SettingSummary& r : summary) {
+        if (r.task != task || r.mode != mode) continue;
+        const Interval& a = r.metric[0];
+        s.x.push_back(static_cast<double>(r.d_k));
+        s.y.push_back(a.mean);
+        s.lo.push_back(std::clamp(std::isfinite(a.lo) ? a.lo : a.mean, 0.0, 1.0));
+        s.hi.push_back(std::clamp(std::isfinite(a.hi) ? a.hi : a.mean, 0.0, 1.0));
+      }
+      f.series.push_back(s);
+    }
+    finals.push_back(f);
+  }
+  out.push_back(
+      {"final_accuracy.svg", plot::render_svg_grid(finals, 2, {.legend_once = true}),
+       "The outcome of every trained setting against d_k (log x). reverse: final held-out "
+       "accuracy (the mean of the last 10% of evaluations), the mean over seeds with its 95% "
+       "t-interval. recall: one dot per run, at the step it first reached 99% held-out "
+       "accuracy (and stopped), or above the dashed budget line when it never did; the "
+       "modes sit side by side around each d_k."});
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const FinalRow& f : b.finals) {
+    std::pair<std::string, int64_t> key{f.run.task, f.run.d_k};
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
+}
+
+plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int64_t d_k,
+                             const std::string& title, const std::string& y,
+                             double LayerRow::*field, const std::vector<std::string>& modes) {
+  plot::Figure f = figure(title, "step", false, y, true);
+  for (const std::string& mode : study_modes()) {
+    plot::Series s = mode_series(mode);
+    const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
+    if (trained && two_valued(task))
+      layer_paths(s, b.layers, task, d_k, mode, key_layer(task), field);
+    if (trained && !two_valued(task))
+      layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
+    f.series.push_back(s);
+  }
+  return f;
+}
+
+}  // namespace gradflow::study
