@@ -201,9 +201,11 @@ PlotFile attention_maps_figure(const TrainResult& b) {
                 f.run.seed == m->first.seed)
               steps = f.steps;
         }
-        row.heading =
-            task + ", " + key_layer(task) + ", d_k = " + std::to_string(d_k) + ": " +
-            (at_end ? "after training (" + std::to_string(steps) + " steps)" : "at initialisation");
+        row.heading = task + ", " + key_layer(task) + ", d_k = " + std::to_string(d_k) + ": " +
+                      (!at_end            ? std::string("at initialisation")
+                       : two_valued(task) ? "at the end (at most " + std::to_string(steps) +
+                                                " steps; a run that solves the task stops there)"
+                                          : "after training (" + std::to_string(steps) + " steps)");
         rows.push_back(row);
       }
   }
@@ -240,8 +242,8 @@ std::string solved_text(const std::vector<SettingSummary>& summary, const std::s
   std::string out;
   for (int64_t d_k : d_ks)
     if (const SettingSummary* s = find_setting(summary, "recall", d_k, mode))
-      out += (out.empty() ? "" : ", ") + std::to_string(s->reached_99) + "/" +
-             std::to_string(s->runs);
+      out +=
+          (out.empty() ? "" : ", ") + std::to_string(s->reached_99) + "/" + std::to_string(s->runs);
   return out;
 }
 
@@ -280,11 +282,12 @@ Finding failure_finding(const TrainResult& b, const std::vector<SettingSummary>&
     const SettingSummary* n = find_setting(summary, "recall", rec.back(), "none");
     if (n) fails = fails || n->verdict[0] == Comparison::Worse;
     text += std::string(text.empty() ? "" : " ") + "On `recall`, unscaled attention solves " +
-            solved_text(summary, "none", rec) + " runs at d_k " + list(rec) +
-            ", 1/sqrt(d_k) " + solved_text(summary, kDefaultMode, rec) + ".";
+            solved_text(summary, "none", rec) + " runs at d_k " + list(rec) + ", 1/sqrt(d_k) " +
+            solved_text(summary, kDefaultMode, rec) + ".";
   }
-  text += " At initialisation its logits have standard deviation sqrt(d_k), so at large d_k "
-          "the softmax starts nearly one-hot (attention_maps.svg shows it).";
+  text +=
+      " At initialisation its logits have standard deviation sqrt(d_k), so at large d_k "
+      "the softmax starts nearly one-hot (attention_maps.svg shows it).";
   return {fails ? "Without scaling, attention fails at large d_k"
                 : "Without scaling, attention did not fail detectably in this run",
           text, "final_accuracy.svg"};
@@ -307,7 +310,8 @@ Finding update_finding(const TrainResult& b) {
   std::string text = "On `reverse` at d_k " + std::to_string(d_k) +
                      ", over the last 10% of training, the gradient at W_Q relative to W_V's "
                      "in the layer where the answer is looked up is " +
-                     significant(grad.ratio, 2) + "x as large without scaling as with 1/sqrt(d_k) "
+                     significant(grad.ratio, 2) +
+                     "x as large without scaling as with 1/sqrt(d_k) "
                      "(geometric mean over seeds; lower in " +
                      std::to_string(grad.below) + " of " + std::to_string(grad.n) +
                      "), but the update AdamW applies to W_Q, relative to W_Q, is " +
@@ -317,17 +321,18 @@ Finding update_finding(const TrainResult& b) {
   if (start.n > 0 && rest.n > 0)
     text += " The accuracy gap `none` - 1/sqrt(d_k), " + interval_text(total, 1, 100) +
             " points, splits into `none` - control (starting saturated) " +
-            interval_text(start, 1, 100) + " and control - 1/sqrt(d_k) (what the scale does "
+            interval_text(start, 1, 100) +
+            " and control - 1/sqrt(d_k) (what the scale does "
             "to W_Q and W_K's step in logit space once the start is the same) " +
             interval_text(rest, 1, 100) + ".";
   // Titles by what the numbers say: the gradient collapsed (below half of
   // 1/sqrt(d_k)'s) or not, and the update with it or not.
-  const char* title =
-      !(grad.ratio < 0.5) ? "By the end of training, unscaled attention's W_Q gradient has not "
+  const char* title = !(grad.ratio < 0.5)
+                          ? "By the end of training, unscaled attention's W_Q gradient has not "
                             "collapsed where the answer is looked up"
-      : update.ratio > 2 * grad.ratio
-          ? "A vanishing gradient at W_Q is not a vanishing update under AdamW"
-          : "Under AdamW the update of W_Q shrank with its gradient in this run";
+                      : update.ratio > 2 * grad.ratio
+                          ? "A vanishing gradient at W_Q is not a vanishing update under AdamW"
+                          : "Under AdamW the update of W_Q shrank with its gradient in this run";
   return {title, text, "gradient_and_update.svg"};
 }
 

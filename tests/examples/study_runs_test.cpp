@@ -287,7 +287,10 @@ TEST(StudyTraining, AttentionMapsOfTheKeyLayerForTheFirstSeed) {
   for (const auto& [run, m] : r.maps) want += 2 * static_cast<size_t>(m.queries * m.keys);
   EXPECT_EQ(cells, want);
   for (const char* text : {"reverse, dec0.cross, d_k = 16: at initialisation",
-                           "recall, dec1.self, d_k = 16: after training (4 steps)", "||dL/dW_Q||"})
+                           "reverse, dec0.cross, d_k = 16: after training (4 steps)",
+                           "recall, dec1.self, d_k = 16: at the end (at most 4 steps; a run that "
+                           "solves the task stops there)",
+                           "||dL/dW_Q||"})
     EXPECT_NE(figure.svg.find(text), std::string::npos) << text;
 }
 
