@@ -247,8 +247,9 @@ int run(int argc, char** argv) {
   args.add("--threads", &threads, "jobs run side by side (each single-threaded)").min(1).max(64);
   bool full = false;
   args.add_flag("--full", &full,
-                "every part, each larger: 10 training seeds instead of 3, more draws, all nine "
-                "arms, and the parts lr, width and depth-train; about 35 minutes on 2 cores");
+                "every part, each larger: 10 training seeds instead of 5, more draws, all ten "
+                "arms, and the parts lr, width and depth-train (35 minutes on 2 cores before "
+                "this version's changes)");
   int64_t seeds = 0;
   args.add("--seeds", &seeds, "seeds of every training part (0: each part's own)").min(0).max(1000);
   int64_t steps = 0;
@@ -259,7 +260,7 @@ int run(int argc, char** argv) {
   args.add("--tasks", &tasks, "the train part's tasks, comma-separated: reverse, recall");
   args.add("--d-ks", &d_ks, "the train part's head sizes d_k, comma-separated");
   args.add("--modes", &modes,
-           "the train and lr parts' arms, comma-separated (empty: seven, all nine with --full)");
+           "the train and lr parts' arms, comma-separated (empty: six, all ten with --full)");
   int64_t recall_pairs = 0, recall_keys = 0;
   args.add("--recall-pairs", &recall_pairs,
            "recall: key-value pairs per example, each asked for once (0: the task's own)")

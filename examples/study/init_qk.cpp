@@ -269,7 +269,10 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
                (t.settings > 0 ? std::string("; too flat to learn as well (detectably worse "
                                              "somewhere): ") +
                                      yes_no(t.worse > 0)
-                               : "");
+                               : std::string("; judged at initialisation only: the train part "
+                                             "did not train inv_2sqrt_dk (it does with --full "
+                                             "or --modes), so whether it learns worse is "
+                                             "untested here"));
     out.push_back(v);
   }
   {  // C6
@@ -315,7 +318,9 @@ std::string qk_table(const InitOptions& options, const std::vector<InitRow>& ini
   std::ostringstream md;
   const int64_t n = quoted_keys(init);
   md << "### Independent unit-variance q and k\n\n"
-     << "For every mode, d_k and number of keys, " << options.draws << " independent draws of "
+     << "For every mode, d_k and number of keys, at least " << options.draws
+     << " independent draws (more for fewer keys, and as many more as the equivalence test "
+        "needs: the `draws` column of init_metrics.csv) of "
      << options.queries
      << " queries against the keys, fresh for every mode, so each mode's variance is measured "
         "from its own scaled products. Each figure is the mean over draws +- the half-width "

@@ -150,8 +150,9 @@ void confounds_section(std::ostringstream& md) {
         "`none_small_init` removes only the difference at initialisation. Under SGD (the sgd "
         "part) the step does follow the gradient's size, at three learning rates only.\n"
      << "- **Small and few.** Toy tasks, one or two layers, one head, a few hundred steps: "
-        "effects that need scale or long training do not show. With 3 seeds the t quantile is "
-        "4.30, so only large differences are detected; `--full` runs 10.\n\n";
+        "effects that need scale or long training do not show. With 5 seeds the t quantile is "
+        "2.78, and Holm's correction asks more of each comparison, so only large differences "
+        "are detected; `--full` runs 10.\n\n";
 }
 
 }  // namespace

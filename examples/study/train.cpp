@@ -105,7 +105,8 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
              "point, 0.05 nats of loss AUC, 20 steps, or a solve count differs by Fisher's "
              "exact test, after Holm's correction over the modes at each task, d_k and metric; "
              "the stability the seeds' wording adds is left out: the loss-spike counts in "
-             "final_metrics.csv are at batch-noise level, see the spike note)";
+             "final_metrics.csv, counted only 6 batch-noise sds above the running median, are "
+             "not judged)";
   return v;
 }
 
@@ -236,7 +237,7 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
         "- `reverse`: mean over seeds +- the half-width of the 95% t-interval. `accuracy` "
         "averages the last 10% of evaluations; `loss AUC` is the mean held-out loss over "
         "training (lower: learned sooner); `steps to 90%` is a Kaplan-Meier median with its 95% "
-        "interval, since a run that never gets there is censored at the budget (\">250\": fewer "
+        "interval, since a run that never gets there is censored at the budget (\">200\": fewer "
         "than half got there).\n"
         "- `recall`: a run solves the task or stays near chance, so its outcome is a count, "
         "`solved` (with its exact 95% Clopper-Pearson interval on the share), and the time to "

@@ -186,15 +186,15 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
                              {.share_y = true, .legend_once = true}),
        "The largest |scaled logit| of the attention layer where each task looks its answer up "
        "(reverse: cross-attention; recall: the second layer) against training step, log y: "
-       "mean over seeds with its 95% interval shaded. Growing logits mean sharpening, "
-       "eventually saturated, attention."});
+       "reverse, the mean over seeds with its 95% interval shaded; recall, every seed's run. "
+       "Growing logits mean sharpening, eventually saturated, attention."});
   out.push_back(
       {"grad_ratio.svg",
        plot::render_svg_grid(layer_panels("||dL/dW_Q|| / ||dL/dW_V||", &LayerRow::grad_ratio_qv), 3,
                              {.share_y = true, .legend_once = true}),
        "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
-       "step, log y: mean over seeds with its 95% interval. A falling ratio is the query's "
-       "gradient vanishing relative to the value's."});
+       "step, log y: reverse, the mean over seeds with its 95% interval; recall, every seed's "
+       "run. A falling ratio is the query's gradient vanishing relative to the value's."});
   std::vector<plot::Figure> finals;
   std::vector<std::string> tasks;
   for (const auto& [task, d_k] : settings)

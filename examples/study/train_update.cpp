@@ -314,10 +314,11 @@ Finding update_finding(const TrainResult& b) {
                      "x as large without scaling as with 1/sqrt(d_k) "
                      "(geometric mean over seeds; lower in " +
                      std::to_string(grad.below) + " of " + std::to_string(grad.n) +
-                     "), but the update AdamW applies to W_Q, relative to W_Q, is " +
+                     "); the update AdamW applies to W_Q, relative to W_Q, is " +
                      significant(update.ratio, 2) +
-                     "x: Adam divides each gradient by its own running size, so a small "
-                     "gradient is not a small step.";
+                     "x. Adam divides each gradient by its own running size, so the update "
+                     "need not follow the gradient (gradient_and_update.svg draws both over "
+                     "training; C5 reads the smallest ratio over all layers).";
   if (start.n > 0 && rest.n > 0)
     text += " The accuracy gap `none` - 1/sqrt(d_k), " + interval_text(total, 1, 100) +
             " points, splits into `none` - control (starting saturated) " +
