@@ -234,7 +234,8 @@ int run(int argc, char** argv) {
       "Measures how the attention scale affects attention and gradient flow, in parts: init "
       "(attention at initialisation, over many random draws, for d_k in {4, 16, 64, 256, 1024} "
       "and 8, 64, 512 keys), train (an encoder-decoder on reverse and a two-layer decoder on "
-      "associative recall under each mode for d_k in {16, 64, 256}, over several seeds), sgd "
+      "associative recall under each mode for d_k 16 and 256 (and 64 with --full), over several "
+      "seeds), sgd "
       "(three modes on reverse under plain SGD over a few learning rates), depth "
       "(gradient norms and token similarity across 1 to 8 layers at initialisation); with "
       "--full also lr (learning-rate sensitivity), width (width and muP) and depth-train (depth "
@@ -256,9 +257,11 @@ int run(int argc, char** argv) {
   args.add("--steps", &steps, "training steps per run of every training part (0: each's own)")
       .min(0)
       .max(1000000);
-  std::string tasks = "reverse,recall", d_ks = "16,64,256", modes;
+  std::string tasks = "reverse,recall", d_ks, modes;
   args.add("--tasks", &tasks, "the train part's tasks, comma-separated: reverse, recall");
-  args.add("--d-ks", &d_ks, "the train part's head sizes d_k, comma-separated");
+  args.add("--d-ks", &d_ks,
+           "the train part's head sizes d_k, comma-separated (empty: 16,256, or 16,64,256 with "
+           "--full)");
   args.add("--modes", &modes,
            "the train and lr parts' arms, comma-separated (empty: six, all ten with --full)");
   int64_t recall_pairs = 0, recall_keys = 0;
@@ -300,7 +303,7 @@ int run(int argc, char** argv) {
   const study::InitOptions init_options = study::init_options(settings);
   study::TrainOptions train_options = study::train_options(settings);
   train_options.tasks = parse_tasks(tasks, recall_pairs, recall_keys);
-  train_options.d_ks = parse_d_ks(d_ks);
+  if (!d_ks.empty()) train_options.d_ks = parse_d_ks(d_ks);
   const study::DepthOptions depth_options = study::depth_options(settings);
   const study::SgdOptions sgd_options = study::sgd_options(settings);
   const study::LrOptions lr_options = study::lr_options(settings);

@@ -87,7 +87,7 @@ plot::Series slope_line(const plot::Figure& f, const std::string& mode, double s
 
 // ---- train: small transformers trained per mode (train.cpp, summary.cpp) -------------------
 struct TrainOptions {
-  std::vector<int64_t> d_ks = {16, 64, 256};
+  std::vector<int64_t> d_ks = {16, 256};  // --full: 16, 64, 256
   std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
   std::vector<std::string> modes = default_modes();                     // --full: study_modes()
   int64_t seeds = 5, batch = 64, eval_every = 10, eval_examples = 128;  // --full: 10 seeds
