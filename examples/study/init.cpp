@@ -419,9 +419,9 @@ Finding init_finding(const std::vector<InitRow>& init) {
   for (int64_t d : d_ks) list += (list.empty() ? "" : ", ") + std::to_string(d);
   return {"Before any training, the unscaled softmax saturates as d_k grows",
           "q.k is a sum of d_k products, so its variance is d_k (C1). Over " + std::to_string(n) +
-              " keys the largest attention weight, averaged over queries, is " + none +
-              " at d_k " + list + " without scaling, and " + ref +
-              " with 1/sqrt(d_k) (uniform would be " + significant(1.0 / n, 2) +
+              " keys the largest attention weight, averaged over queries, is " + none + " at d_k " +
+              list + " without scaling, and " + ref + " with 1/sqrt(d_k) (uniform would be " +
+              significant(1.0 / n, 2) +
               "). A saturated softmax passes almost no gradient (C5, C6).",
           "softmax_shape.svg"};
 }

@@ -197,8 +197,7 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     out.push_back(v);
   }
   {  // C3
-    Verdict v{"C3",
-              "with 1/d_k the softmax becomes nearly uniform and attention loses focus"};
+    Verdict v{"C3", "with 1/d_k the softmax becomes nearly uniform and attention loses focus"};
     v.why =
         "Var(q.k / d_k) = d_k / d_k^2; logits of std 1/sqrt(d_k) barely differ, so every weight "
         "is close to 1/n; a layer that cannot focus must learn larger q and k first.";

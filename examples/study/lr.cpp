@@ -25,20 +25,29 @@ LrOptions lr_options(const Settings& settings) {
   return o;
 }
 
-std::vector<RunSpec> lr_runs(const Settings& settings, const LrOptions& o) {
+std::vector<RunSpec> grid_runs(const Settings& settings, const TaskSetup& task,
+                               const std::vector<int64_t>& d_ks,
+                               const std::vector<std::string>& modes,
+                               const std::vector<double>& lrs, int64_t seeds,
+                               const std::string& optimizer) {
   std::vector<RunSpec> runs;
-  for (int64_t d_k : o.d_ks)
-    for (const std::string& mode : o.modes)
-      for (double lr : o.lrs)
-        for (int64_t seed = 0; seed < o.seeds; ++seed) {
+  for (int64_t d_k : d_ks)
+    for (const std::string& mode : modes)
+      for (double lr : lrs)
+        for (int64_t seed = 0; seed < seeds; ++seed) {
           RunSpec spec;
-          spec.key = {o.task.task, mode, d_k, seed};
-          spec.task = o.task;
+          spec.key = {task.task, mode, d_k, seed};
+          spec.task = task;
           spec.task.lr = lr;
           spec.seed = settings.seed;
+          spec.optimizer = optimizer;
           runs.push_back(spec);
         }
   return runs;
+}
+
+std::vector<RunSpec> lr_runs(const Settings& settings, const LrOptions& o) {
+  return grid_runs(settings, o.task, o.d_ks, o.modes, o.lrs, o.seeds, "adamw");
 }
 
 std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& o) {

@@ -271,6 +271,13 @@ struct LrOptions {
 LrOptions lr_options(const Settings& settings);
 // One FinalRow per (d_k, mode, lr, seed); FinalRow::lr says which.
 std::vector<RunSpec> lr_runs(const Settings& settings, const LrOptions& options);
+// The runs of a grid over d_k, mode, learning rate and seed, in that order,
+// under one optimizer ("adamw" or "sgd"): the lr and sgd parts' runs.
+std::vector<RunSpec> grid_runs(const Settings& settings, const TaskSetup& task,
+                               const std::vector<int64_t>& d_ks,
+                               const std::vector<std::string>& modes,
+                               const std::vector<double>& lrs, int64_t seeds,
+                               const std::string& optimizer);
 std::vector<FinalRow> run_lr(const Settings& settings, const LrOptions& options);
 
 // A run's final loss for comparisons across learning rates: the final

@@ -35,20 +35,7 @@ SgdOptions sgd_options(const Settings& settings) {
 }
 
 std::vector<RunSpec> sgd_runs(const Settings& settings, const SgdOptions& o) {
-  std::vector<RunSpec> runs;
-  for (int64_t d_k : o.d_ks)
-    for (const std::string& mode : o.modes)
-      for (double lr : o.lrs)
-        for (int64_t seed = 0; seed < o.seeds; ++seed) {
-          RunSpec spec;
-          spec.key = {o.task.task, mode, d_k, seed};
-          spec.task = o.task;
-          spec.task.lr = lr;
-          spec.seed = settings.seed;
-          spec.optimizer = "sgd";
-          runs.push_back(spec);
-        }
-  return runs;
+  return grid_runs(settings, o.task, o.d_ks, o.modes, o.lrs, o.seeds, "sgd");
 }
 
 std::vector<FinalRow> run_sgd(const Settings& settings, const SgdOptions& o) {

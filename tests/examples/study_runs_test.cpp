@@ -335,7 +335,9 @@ TEST(StudyReport, WritesEveryFileWithItsColumns) {
   write_report(dir.string(), {.command = "scaling_study --test"},
                {init_section(init_options, init, summary),
                 train_section(train_options, training, {}), depth_section(depth_options, depth)});
-  EXPECT_EQ(first_line((dir / "final_metrics.csv").string()).rfind("task,d_k,mode,optimizer,seed,", 0), 0u);
+  EXPECT_EQ(
+      first_line((dir / "final_metrics.csv").string()).rfind("task,d_k,mode,optimizer,seed,", 0),
+      0u);
   EXPECT_EQ(first_line((dir / "depth_metrics.csv").string())
                 .rfind("mode,norm_placement,layers,layer,grad_norm_wq,grad_norm_wv,grad_norm_ff,"
                        "token_cosine",
