@@ -111,6 +111,21 @@ std::string variance_figures(const std::vector<InitRow>& init, const std::string
   return out + " (" + std::to_string(n) + " keys)";
 }
 
+// An identity: `mode`'s logit variance is expected(d_k) in every setting,
+// judged by check_variance's equivalence test.
+Verdict identity_verdict(const std::string& id, const std::string& claim, const std::string& why,
+                         const std::vector<InitRow>& init, const std::string& mode,
+                         double (*expected)(int64_t)) {
+  const VarianceCheck c = check_variance(init, mode, expected);
+  return {.id = id,
+          .claim = claim,
+          .why = why,
+          .measured = variance_figures(init, mode, expected),
+          .verdict = variance_verdict(c),
+          .reason = describe_variance(c),
+          .identity = true};
+}
+
 }  // namespace
 
 // Independent unit-variance q and k: `draws` sets of `queries` queries
@@ -175,41 +190,25 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
   const int64_t seeds = seeds_of(training);
 
   {  // C1
-    Verdict v{"C1", "Var(q.k) = d_k, so its std is sqrt(d_k) (d_k = 64 gives 8)"};
-    v.why = "q.k is a sum of d_k independent products q_i k_i, each of mean 0 and variance 1.";
-    VarianceCheck c = check_variance(init, "none", [](int64_t d) { return double(d); });
-    v.measured = variance_figures(init, "none", [](int64_t d) { return double(d); });
+    Verdict v = identity_verdict(
+        "C1", "Var(q.k) = d_k, so its std is sqrt(d_k) (d_k = 64 gives 8)",
+        "q.k is a sum of d_k independent products q_i k_i, each of mean 0 and variance 1.", init,
+        "none", [](int64_t d) { return double(d); });
     if (const InitRow* r = find_init(init, "none", 64, n))
       v.measured += "; std at d_k 64: " + significant(std::sqrt(r->logit_var.mean), 4);
-    v.verdict = variance_verdict(c);
-    v.reason = describe_variance(c);
-    v.identity = true;
     out.push_back(v);
   }
-  {  // C2
-    Verdict v{"C2", "dividing by sqrt(d_k) keeps the variance at 1 for every d_k"};
-    v.why = "Var(s x) = s^2 Var(x) = d_k / d_k.";
-    VarianceCheck c = check_variance(init, "inv_sqrt_dk", [](int64_t) { return 1.0; });
-    v.measured = variance_figures(init, "inv_sqrt_dk", [](int64_t) { return 1.0; });
-    v.verdict = variance_verdict(c);
-    v.reason = describe_variance(c);
-    v.identity = true;
-    out.push_back(v);
-  }
+  out.push_back(identity_verdict(
+      "C2", "dividing by sqrt(d_k) keeps the variance at 1 for every d_k",
+      "Var(s x) = s^2 Var(x) = d_k / d_k.", init, "inv_sqrt_dk", [](int64_t) { return 1.0; }));
   {  // C3
     Verdict v{"C3", "with 1/d_k the softmax becomes nearly uniform and attention loses focus"};
     v.why =
         "Var(q.k / d_k) = d_k / d_k^2; logits of std 1/sqrt(d_k) barely differ, so every weight "
         "is close to 1/n; a layer that cannot focus must learn larger q and k first.";
-    auto expected = [](int64_t d) { return 1.0 / double(d); };
-    VarianceCheck c = check_variance(init, "inv_dk", expected);
-    out.push_back({.id = "C3",
-                   .claim = "dividing by d_k gives variance 1/d_k",
-                   .why = "Var(q.k / d_k) = d_k / d_k^2.",
-                   .measured = variance_figures(init, "inv_dk", expected),
-                   .verdict = variance_verdict(c),
-                   .reason = describe_variance(c),
-                   .identity = true});
+    out.push_back(identity_verdict("C3", "dividing by d_k gives variance 1/d_k",
+                                   "Var(q.k / d_k) = d_k / d_k^2.", init, "inv_dk",
+                                   [](int64_t d) { return 1.0 / double(d); }));
     const InitRow* big = find_init(init, "inv_dk", d_max, n);
     const double z = z_of(big->draws);
     const bool flat = big->entropy_norm.mean - z * big->entropy_norm.se > kUniformEntropy &&
@@ -235,14 +234,9 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     v.why =
         "Var = d_k / (4 d_k); the logits' std is 1/2, so the softmax is flatter than with "
         "1/sqrt(d_k) at every d_k.";
-    VarianceCheck c = check_variance(init, "inv_2sqrt_dk", [](int64_t) { return 0.25; });
-    out.push_back({.id = "C4",
-                   .claim = "dividing by 2 sqrt(d_k) gives variance 1/4",
-                   .why = "Var = d_k / (4 d_k).",
-                   .measured = variance_figures(init, "inv_2sqrt_dk", [](int64_t) { return 0.25; }),
-                   .verdict = variance_verdict(c),
-                   .reason = describe_variance(c),
-                   .identity = true});
+    out.push_back(identity_verdict("C4", "dividing by 2 sqrt(d_k) gives variance 1/4",
+                                   "Var = d_k / (4 d_k).", init, "inv_2sqrt_dk",
+                                   [](int64_t) { return 0.25; }));
     // Flatter: entropy above 1/sqrt(d_k)'s at every d_k, the difference's
     // 95% interval (independent draws) above 0.
     int flatter = 0, compared = 0;
