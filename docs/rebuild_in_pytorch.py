@@ -8,7 +8,8 @@
 # MODEL is a gradflow model.safetensors: an EncoderDecoder (seq2seq) or a
 # DecoderLM (charlm), told apart by its parameter names; its options come
 # from its metadata: positional learned|rope, head_dim, norm pre|post,
-# activation gelu|relu. BATCH holds gradflow's float32 logits (B, T, V) and
+# activation gelu|relu, scale (the fixed ones, learned, log_n, ssmax); any
+# other is refused by name. BATCH holds gradflow's float32 logits (B, T, V) and
 #   for an EncoderDecoder: int64 src (B, S), tgt_in, tgt_out (B, T) and
 #                          float32 src_pad (B, S), 1 at padding;
 #   for a DecoderLM:       int64 ids, targets (B, T), -100 where not scored,
@@ -63,10 +64,17 @@ H = int(meta["config.heads"])
 LAYERS = int(meta["config.layers"])
 HEAD_DIM = int(meta.get("config.head_dim", "0"))  # 0: C / H
 ROPE = meta.get("config.positional", "learned") == "rope"
-POST_LN = meta.get("config.norm", "post" if meta.get("config.pre_ln") == "false" else "pre") == "post"
+POST_LN = meta.get("config.norm", "pre") == "post"
 ACT = F.relu if meta.get("config.activation") == "relu" else F.gelu
-if meta.get("config.scale", "inv_sqrt_dk") != "inv_sqrt_dk" or meta.get("config.positional") == "sinusoidal":
-    fail("only scale inv_sqrt_dk and learned or rope positions are rebuilt here")
+SCALE = meta.get("config.scale", "inv_sqrt_dk")
+FIXED = {"inv_sqrt_dk": lambda d: d ** -0.5, "none": lambda d: 1.0, "inv_dk": lambda d: 1.0 / d,
+         "inv_2sqrt_dk": lambda d: 0.5 * d ** -0.5}
+if SCALE.startswith("const:"): FIXED[SCALE] = lambda d: float(SCALE[6:])
+# An allow-list: a mode or scheme this script does not know is refused by name.
+if SCALE not in FIXED and SCALE not in ("learned", "log_n", "ssmax"):
+    fail(f"scale {SCALE} is not rebuilt here (the fixed ones, learned, log_n and ssmax are)")
+if meta.get("config.positional", "learned") not in ("learned", "rope"):
+    fail(f"positional {meta['config.positional']} is not rebuilt here (learned and rope are)")
 ENCODER_DECODER = "encoder.layers.0.self_attn.q_proj.weight" in W  # else a DecoderLM: no encoder
 if "lm_head.weight" not in W or "decoder.layers.0.self_attn.q_proj.weight" not in W:
     fail(f"{sys.argv[1]} is neither an EncoderDecoder nor a DecoderLM")
@@ -78,13 +86,23 @@ def rope(x):  # x (B, H, T, D): pair (2i, 2i+1) at position p turns by p * 10000
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     x0, x1 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
+def scaled(q, p, mask, s):  # q (B, H, T, D) times the scale mode's factor
+    d = q.shape[-1]
+    if SCALE in FIXED: return q * FIXED[SCALE](d)
+    if SCALE == "learned": return q * W[p + ".learned.scale"]
+    # n: the keys each query sees, S less those the mask hides, at least 1.
+    n = torch.tensor(float(s)) if mask is None else (~mask).sum(-1, keepdim=True).clamp(min=1)
+    log_n = n.to(q.dtype).log()  # broadcasts to (B, H, T, 1)
+    if SCALE == "log_n": return q * log_n / math.sqrt(d)
+    return q * W[p + ".ssmax.s"].view(1, H, 1, 1) * log_n  # ssmax: s per head
 def attn(x, mem, p, mask, turn):  # mask True = hidden; every row must see a key (else NaN here, 0 in gradflow)
     b, t, c = x.shape; s = mem.shape[1]; d = HEAD_DIM or c // H
     q = lin(x, p + ".q_proj").view(b, t, H, d).transpose(1, 2)
     k = lin(mem, p + ".k_proj").view(b, s, H, d).transpose(1, 2)
     v = lin(mem, p + ".v_proj").view(b, s, H, d).transpose(1, 2)
+    q = scaled(q, p, mask, s)
     if turn: q, k = rope(q), rope(k)
-    logits = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+    logits = q @ k.transpose(-2, -1)
     if mask is not None: logits = logits.masked_fill(mask, float("-inf"))
     y = logits.softmax(-1) @ v
     return lin(y.transpose(1, 2).reshape(b, t, H * d), p + ".o_proj")
@@ -129,7 +147,7 @@ def check(what, ours, theirs):  # -> largest |difference| and the scale, or exit
         fail(f"{what}: PyTorch's and gradflow's differ by up to {diff:.3g}, above {TOLERANCE:g} x {scale:.3g} ({sys.argv[1]})")
     return diff, scale
 kind = "EncoderDecoder" if ENCODER_DECODER else "DecoderLM"
-options = f"{'rope' if ROPE else 'learned'}, {'post' if POST_LN else 'pre'}-LN, {ACT.__name__}, head_dim {HEAD_DIM or 'C/H'}"
+options = f"{'rope' if ROPE else 'learned'}, {'post' if POST_LN else 'pre'}-LN, {ACT.__name__}, head_dim {HEAD_DIM or 'C/H'}, scale {SCALE}"
 diff, scale = check("logits", logits, B["logits"])
 for name, ours in (("loss", loss), ("smoothed_loss", smoothed)):  # gradflow's, if the batch has them
     if name in B: check(name, ours, B[name])

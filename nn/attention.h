@@ -5,20 +5,7 @@
 //
 // Shapes: q (B, H, T, D), k and v (B, H, S, D), weights (B, H, T, S), with T
 // query positions, S key positions, H heads of size D = d_k = d_model / H.
-//
-// Scale modes (names as used in files and flags):
-//   inv_sqrt_dk    1/sqrt(d_k), Vaswani et al.; the default
-//   none           1
-//   inv_dk         1/d_k, as muP
-//   inv_2sqrt_dk   1/(2 sqrt(d_k))
-//   const:<value>  any constant, e.g. const:0.125 (sweeps of d_k^-alpha)
-//   learned        a learned temperature: a parameter started at 1/sqrt(d_k)
-//   qk_norm        LayerNorm on q and k (over D, per head) before the product,
-//                  then 1/sqrt(d_k), as Dehghani et al. 2023
-//   qk_l2norm      q and k L2-normalised per head, times a learned g started
-//                  at log2(L^2 - L), as Henry et al. 2020 (scale_variants.h)
-//   learned_log    a learned temperature exp(t), t started at log(1/sqrt(d_k))
-//                  (scale_variants.h)
+// The scale modes are a table of their own (scale_modes.h).
 #pragma once
 
 #include <functional>
@@ -31,34 +18,14 @@
 #include "nn/linear.h"
 #include "nn/masks.h"
 #include "nn/module.h"
+#include "nn/scale_modes.h"
 
 namespace gradflow::nn {
-
-struct ScaleMode {
-  enum Kind { InvSqrtDk, None, InvDk, Inv2SqrtDk, Constant, Learned, QkNorm, QkL2Norm, LearnedLog };
-  Kind kind = InvSqrtDk;
-  double constant = 0;  // for Constant
-
-  ScaleMode() = default;
-  ScaleMode(Kind k, double c = 0) : kind(k), constant(c) {}  // `scale = ScaleMode::None`
-  // From its name, as the --scale flag takes it: `config.scale = "none"`.
-  // Implicit on purpose, so a name goes wherever a ScaleMode does; parse()
-  // decides, and an unknown name (or a null pointer) throws Error here, at
-  // the assignment, not at the first forward.
-  ScaleMode(const std::string& name) : ScaleMode(parse(name)) {}
-  ScaleMode(const char* name);
-
-  static ScaleMode parse(const std::string& name);  // throws on an unknown name
-  std::string name() const;
-  // The fixed factor on q.k for d_k; for Learned, the starting value; for
-  // QkNorm, 1/sqrt(d_k); for QkL2Norm and LearnedLog 1 (their variant scales q).
-  double value(int64_t d_k) const;
-};
 
 // What the study looks at. The Variables are the live graph nodes: a
 // gradient hook registered on them before backward sees the gradient at the
 // scores. Recording them changes the result only by rounding: with a probe
-// (or a learned scale) the weights come from the composed mul, masked_fill
+// the weights come from the composed mul, masked_fill
 // and softmax, without one from the fused attention kernel (fused_attention,
 // or with reference_ops() on its composed reference, autograd/reference.h).
 struct AttentionProbe {
@@ -71,13 +38,12 @@ struct AttentionProbe {
 using ScoreTransform = std::function<Variable(const Variable& logits)>;
 
 // softmax(transform(scale * q k^T), masked) v. `mask` (masks.h: nonzero =
-// hidden) broadcasts to (B, H, T, S); it may be undefined. `scale` is a 0-d
-// or (1) Variable (learned) or undefined, then `fixed_scale` is used.
+// hidden) broadcasts to (B, H, T, S); it may be undefined. `scale` is the
+// fixed factor on q k^T (a learned scale is a variant on q, scale_modes.h).
 // `transform`, if given, changes the logits before the mask. A query whose
 // keys are all masked gets zero weights, a zero output and zero gradients.
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
-                                      const Tensor& mask, double fixed_scale,
-                                      const Variable& scale = Variable(),
+                                      const Tensor& mask, double scale,
                                       AttentionProbe* probe = nullptr,
                                       const ScoreTransform& transform = nullptr);
 
@@ -102,10 +68,11 @@ struct AttentionConfig {
   // decouples d_k from the model width: q, k and v map d_model to
   // heads * head_dim and o maps it back (the scaling study varies d_k so).
   int64_t head_dim = 0;
-  ScaleMode scale = {};  // 1/sqrt(d_k); qk_norm, qk_l2norm, learned_log add their variants
+  ScaleMode scale = {};  // 1/sqrt(d_k); a mode with a variant adds it (scale_modes.h)
   bool rope = false;     // rotary position embeddings on q and k (rope.h), base 10000
-  // The sequence length the layer is built for: qk_l2norm's g starts at
-  // log2(L^2 - L). The models set it to their max_len.
+  // The sequence length L the layer is built for: qk_l2norm's g starts at
+  // log2(L^2 - L), ssmax's s at 1/(sqrt(d_k) log L). The models set it to
+  // their max_len.
   int64_t max_len = 0;
 };
 
@@ -147,7 +114,6 @@ class MultiHeadAttention : public Module {
   AttentionProbe probe;
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
-  Variable scale;  // learned mode only
 
  private:
   Variable split_heads(const Variable& x) const;  // (B, T, C) -> (B, H, T, D)

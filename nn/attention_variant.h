@@ -56,10 +56,16 @@
 
 namespace gradflow::nn {
 
-// Positions of the first query row and the first key row in their sequences.
+// Where the rows are: the positions of the first query row and the first
+// key row in their sequences, and what the queries can see: all keys of the
+// layer's call (the cached ones included) and the mask as it will be
+// applied (masks.h: nonzero = hidden; undefined = none), so a variant can
+// count the keys each query sees (length_scale.h).
 struct AttentionPositions {
   int64_t query_start = 0;
   int64_t key_start = 0;
+  int64_t key_length = 0;  // S
+  Tensor mask = {};        // broadcasts to (B, H, T, S)
 };
 
 class AttentionVariant : public Module {

@@ -16,8 +16,13 @@ Variable Module::register_parameter(std::string name, Tensor value) {
 void Module::collect(const std::string& prefix,
                      std::vector<std::pair<std::string, Variable>>& out) const {
   for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
-  for (const auto& [name, child] : children_)
-    child->collect(name.empty() ? prefix : prefix + name + ".", out);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+void Module::check_child_name(const std::string& name) const {
+  if (name.empty()) fail("register_module: a child needs a name");
+  for (const auto& [existing, child] : children_)
+    if (existing == name) fail("register_module: '", name, "' is already registered");
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {

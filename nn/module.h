@@ -84,15 +84,17 @@ class Module {
  protected:
   // The returned handle shares the parameter: the layer keeps it as a member.
   Variable register_parameter(std::string name, Tensor value);
-  // A child named "" adds no level to its parameters' names: they read as
-  // this module's own (a part that keeps older names, as QkNorm does).
+  // The child's parameters are named "<name>.<its name>". REQUIRES: a
+  // non-empty name not registered before (else Error).
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    check_child_name(name);
     children_.emplace_back(std::move(name), module);
     return module;
   }
 
  private:
+  void check_child_name(const std::string& name) const;
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
   void summarize(const std::string& name, int depth, std::string& out) const;
 

@@ -2,11 +2,7 @@
 // product, one weight and bias of size D shared by all heads, for each of q
 // and k. The scale mode qk_norm (attention.h) adds it to every attention
 // layer, as an AttentionVariant: it changes only q and k, so attention keeps
-// its fused kernel.
-//
-// Its parameters are named as they were before the extension point existed,
-// "...self_attn.q_norm.weight": MultiHeadAttention registers this variant
-// without a name level of its own (Module::register_module with name "").
+// its fused kernel. Its parameters are "...self_attn.qk_norm.q_norm.weight".
 #pragma once
 
 #include <memory>

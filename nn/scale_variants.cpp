@@ -29,6 +29,16 @@ Variable QkL2Norm::transform_key(const Variable& k, const AttentionPositions&) c
   return l2_normalize(k);
 }
 
+LearnedScale::LearnedScale(int64_t head_dim, Init init) {
+  if (head_dim <= 0) fail("learned: head_dim must be positive, got ", head_dim);
+  scale = register_parameter("scale",
+                             full({1}, 1 / std::sqrt(static_cast<double>(head_dim)), init.dtype));
+}
+
+Variable LearnedScale::transform_query(const Variable& q, const AttentionPositions&) const {
+  return q * scale;
+}
+
 LearnedLogScale::LearnedLogScale(int64_t head_dim, Init init) {
   if (head_dim <= 0) fail("learned_log: head_dim must be positive, got ", head_dim);
   log_scale = register_parameter(

@@ -1,4 +1,4 @@
-// Two scale modes that learn their scale, as attention variants
+// Three scale modes that learn their scale, as attention variants
 // (attention_variant.h) on q, so attention keeps its fused kernel; the
 // layer's own fixed scale is then 1.
 //
@@ -7,6 +7,7 @@
 //     q then multiplied by a learned scalar g, started at log2(L^2 - L) for
 //     the sequence length L the layer is built for. Logits are g cos(q, k):
 //     within +-g whatever d_k, and g chooses how sharp attention may get.
+//   learned: q multiplied by a learned scalar started at 1/sqrt(d_k).
 //   learned_log: q multiplied by exp(t), a learned scalar t started at
 //     log(1/sqrt(d_k)). An Adam step moves t by about the learning rate, so
 //     the temperature exp(t) changes by a factor per step, not by an amount
@@ -36,6 +37,14 @@ class QkL2Norm : public AttentionVariant {
   Variable transform_key(const Variable& k, const AttentionPositions& at) const override;
   std::string describe() const override { return "QkL2Norm"; }
   Variable g;  // shape (1)
+};
+
+class LearnedScale : public AttentionVariant {
+ public:
+  explicit LearnedScale(int64_t head_dim, Init init = {});
+  Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
+  std::string describe() const override { return "LearnedScale"; }
+  Variable scale;  // shape (1)
 };
 
 class LearnedLogScale : public AttentionVariant {

@@ -21,11 +21,11 @@ constexpr double kCrossC = 2, kCrossA = 3;               // cross-attention, per
 constexpr double kCrossKV = 2;                           // its keys and values, per source token
 constexpr double kBackwardF = 2, kEmbedC = 1.5, kHeadV = 2;
 // The composed attention (see the header): (B, H, T, S) tensors kept per
-// layer for the backward, with a learned scale or a score transform (scores
-// and weights, and the scale's product) or with --reference (its one node
-// keeps fewer); and those alive at once in the largest layer's backward, or
-// in its forward without gradients (scores, logits, masked, weights).
-constexpr double kScoresKept = 2.25, kScoresKeptReference = 1.5, kScoresKeptTransformed = 3;
+// layer for the backward, with a score transform (scores, transformed
+// scores and weights) or with --reference (its one node keeps fewer); and those alive at once in
+// the largest layer's backward, or in its forward without gradients (scores, logits, masked,
+// weights).
+constexpr double kScoresKeptReference = 1.5, kScoresKeptTransformed = 3;
 constexpr double kScoresAtOnce = 2;
 constexpr double kEvalScoresAtOnce = 4;
 // --reference's other composed ops, per token and block.
@@ -49,15 +49,12 @@ Sizes sizes_of(const nn::ModelConfig& c) {
           double(c.max_len)};
 }
 
-// nn/attention.cpp: q, k, v (C -> A with bias), o (A -> C with bias), and a
-// learned scale or the q and k LayerNorms.
+// nn/attention.cpp: q, k, v (C -> A with bias), o (A -> C with bias), and
+// the scale mode's own (scale_modes.h: a scalar, one per head, or qk_norm's
+// LayerNorms).
 double attention_parameters(const nn::ModelConfig& config, const Sizes& s) {
-  double p = 4 * s.c * s.a + 3 * s.a + s.c;
-  if (config.scale.kind == nn::ScaleMode::Learned || config.scale.kind == nn::ScaleMode::QkL2Norm ||
-      config.scale.kind == nn::ScaleMode::LearnedLog)
-    p += 1;  // one scalar per layer
-  if (config.scale.kind == nn::ScaleMode::QkNorm) p += 4 * s.d_k;
-  return p;
+  return 4 * s.c * s.a + 3 * s.a + s.c +
+         double(config.scale.parameters(config.heads, static_cast<int64_t>(s.d_k)));
 }
 
 // The elements of the (B, H, T, S) score tensors of a batch of `b`
@@ -129,15 +126,13 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
       break;
     }
   }
-  const bool composed = shape.reference || shape.keeps_attention_weights ||
-                        shape.config.scale.kind == nn::ScaleMode::Learned;
+  const bool composed = shape.reference || shape.keeps_attention_weights;
   const Attention scores = attention_scores(shape, b);
   if (composed) {
     // A transform's output is one more tensor a layer keeps; --reference's
-    // single node keeps fewer than the composition with a learned scale.
-    const double kept = shape.keeps_attention_weights                       ? kScoresKeptTransformed
-                        : shape.config.scale.kind == nn::ScaleMode::Learned ? kScoresKept
-                                                                            : kScoresKeptReference;
+    // single node keeps fewer.
+    const double kept =
+        shape.keeps_attention_weights ? kScoresKeptTransformed : kScoresKeptReference;
     floats += kept * scores.all + kScoresAtOnce * scores.largest;
   }
   if (shape.reference) floats += (src + tgt) * s.layers * (kReferenceC * s.c + kReferenceF * s.f);

@@ -95,9 +95,7 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
       .min(0)
       .check(check_float32);
   run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0).check(check_float32);
-  run.add("--scale", &f.scale,
-          "attention scale: inv_sqrt_dk, none, inv_dk, inv_2sqrt_dk, const:<v>, learned, qk_norm, "
-          "qk_l2norm, learned_log")
+  run.add("--scale", &f.scale, "attention scale: " + nn::scale_mode_names())
       .metavar("MODE")
       .check([](const std::string& s) { parse_scale(s); });
   run.add("--d-model", &f.d_model, "model width (a multiple of --heads)").min(1);
@@ -294,13 +292,7 @@ nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
       cli::detail::parse_value(key, get(key), &(c.*field));
     }
     c.scale = parse_scale(get("scale"));
-    if (const std::string* norm = find("norm")) {
-      c.norm = nn::parse_norm_placement(*norm);
-    } else if (const std::string* pre_ln = find("pre_ln")) {  // before norm: a boolean
-      bool pre = true;
-      cli::detail::parse_value("pre_ln", *pre_ln, &pre);
-      c.norm = pre ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
-    }
+    c.norm = nn::parse_norm_placement(get("norm"));
     c.activation = get("activation");
     c.positional = get("positional");
     cli::detail::parse_value("dropout", get("dropout"), &c.dropout);

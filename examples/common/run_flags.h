@@ -95,8 +95,8 @@ void check_float32(double value);
 nn::ScaleMode parse_scale(const std::string& text);
 
 // Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
-// back. A field that came after a checkpoint was written (head_dim; norm,
-// which older checkpoints hold as pre_ln = true|false) takes its default.
+// back. head_dim, absent, is 0 (d_model / heads); every other field must be
+// there.
 nn::Metadata config_metadata(const nn::ModelConfig& config);
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 

@@ -137,12 +137,12 @@ Verdict identity_verdict(const std::string& id, const std::string& claim, const 
 void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const Settings& settings,
                 const InitOptions& o) {
   const nn::ScaleMode scale = scale_mode_of(mode);
-  const bool qk_norm = scale.kind == nn::ScaleMode::QkNorm;
-  const bool l2_norm = scale.kind == nn::ScaleMode::QkL2Norm;
+  const bool qk_norm = scale.is("qk_norm");
+  const bool l2_norm = scale.is("qk_l2norm");
   const double d = static_cast<double>(row.d_k);
-  const double s = l2_norm                                   ? nn::qk_l2norm_start(row.n_keys)
-                   : scale.kind == nn::ScaleMode::LearnedLog ? 1 / std::sqrt(d)
-                                                             : scale.value(row.d_k);
+  const double s = l2_norm ? nn::qk_l2norm_start(row.n_keys)
+                   : scale.is("learned_log") || scale.is("learned") ? 1 / std::sqrt(d)
+                                                                    : scale.value(row.d_k);
   // Fewer keys, noisier draws: more of them, so every estimate is as tight.
   row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   // The cosine of two independent directions in d_k dimensions has variance 1/d_k.

@@ -41,8 +41,9 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
   nn::ModelConfig c = config(20, 32, 4, 3, 48, 12);
   c.head_dim = 5;
   configs.push_back(c);
-  for (const char* scale : {"learned", "qk_norm", "qk_l2norm", "learned_log"}) {
-    c.scale = nn::ScaleMode::parse(scale);
+  for (const auto& entry : nn::scale_modes()) {  // every mode with parameters
+    if (entry.parameters == nullptr) continue;
+    c.scale = nn::ScaleMode::parse(entry.name);
     configs.push_back(c);
   }
   c.positional = "sinusoidal";
@@ -167,8 +168,8 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
                                     .tgt_len = 128,
                                     .eval_batch = 16};
   std::vector<Case> cases;
-  for (const char* scale : {"inv_sqrt_dk", "none", "inv_dk", "inv_2sqrt_dk", "const:0.1", "learned",
-                            "qk_norm", "qk_l2norm", "learned_log"}) {
+  for (const auto& entry : nn::scale_modes()) {  // every mode of the table
+    const std::string scale = entry.name == std::string("const") ? "const:0.1" : entry.name;
     Case c{scale, kCharlm, wide, wide_shape};
     c.args.insert(c.args.end(), {"--scale", scale});
     c.shape.config.scale = nn::ScaleMode::parse(scale);
@@ -178,7 +179,8 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
   reference.args.push_back("--reference");
   reference.shape.reference = true;
   cases.push_back(reference);
-  // A long context, where the composed attention's (B, H, T, T) tensors dominate.
+  // A long context, where the composed attention's (B, H, T, T) tensors
+  // dominate (every scale mode keeps the fused kernel; --reference does not).
   const std::vector<std::string> longer = {
       "--d-model", "64", "--heads",         "8", "--d-ff",         "128", "--context", "512",
       "--batch",   "4",  "--sample-tokens", "0", "--eval-batches", "1"};
@@ -187,10 +189,6 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
                                       .batch = 4,
                                       .tgt_len = 512,
                                       .eval_batch = 4};
-  Case learned{"learned, T 512", kCharlm, longer, longer_shape};
-  learned.args.insert(learned.args.end(), {"--scale", "learned"});
-  learned.shape.config.scale = nn::ScaleMode::parse("learned");
-  cases.push_back(learned);
   Case reference_long{"--reference, T 512", kCharlm, longer, longer_shape};
   reference_long.args.push_back("--reference");
   reference_long.shape.reference = true;
@@ -289,15 +287,16 @@ TEST_F(MemoryEstimateProgramTest, SizesThatCannotFitAreRefusedBeforeAllocating) 
 }
 
 // The two runs that passed the check and then asked for several
-// 4 GiB tensors (a learned scale at a 4096 context) or 16 GiB at the first
-// evaluation (no checkpoint saved, the folder blocked): refused at once now.
+// 4 GiB tensors (the composed attention at a 4096 context: then a learned
+// scale, now --reference) or 16 GiB at the first evaluation (no checkpoint
+// saved, the folder blocked): refused at once now.
 TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAreRefused) {
   const struct {
     std::string program;
     std::vector<std::string> args;
     TrainingShape shape;
   } cases[] = {{kCharlm,
-                {"--context", "4096", "--scale", "learned", "--steps", "1"},
+                {"--context", "4096", "--reference", "--steps", "1"},
                 {.kind = ModelKind::kDecoder,
                  .config = config(51, 64, 4, 2, 256, 4096),
                  .batch = 16,
@@ -314,7 +313,7 @@ TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAre
   for (const auto& c : cases) {
     SCOPED_TRACE(c.program);
     examples::TrainingShape shape = c.shape;
-    if (c.program == kCharlm) shape.config.scale = nn::ScaleMode::parse("learned");
+    if (c.program == kCharlm) shape.reference = true;
     const double estimate = examples::estimate_training_memory(shape).total_bytes;
     if (estimate <= double(examples::available_memory_bytes()))
       GTEST_SKIP() << "this machine could hold the run: " << estimate / 1e9 << " GB";

@@ -35,7 +35,7 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
   EXPECT_EQ(c.activation, "relu");
   EXPECT_EQ(c.dropout, 0.1);
   EXPECT_EQ(c.head_dim, 6);
-  EXPECT_EQ(c.scale.kind, nn::ScaleMode::QkNorm);
+  EXPECT_TRUE(c.scale.is("qk_norm"));
   EXPECT_NO_THROW(c.validate());
   // Dropout draws from one generator: the batch runs as one part.
   f.threads = 2;
@@ -109,19 +109,15 @@ TEST(ModelFlags, EveryConfigFieldRoundTripsAndOlderKeysRead) {
   EXPECT_EQ(d.activation, "relu");
   EXPECT_EQ(d.dropout, 0.125);
 
-  // Before norm: pre_ln = true|false; before both: pre-LN, the default.
   auto without = [&m](const std::string& key) {
     nn::Metadata out;
     for (const auto& kv : m)
       if (kv.first != key) out.push_back(kv);
     return out;
   };
-  nn::Metadata old = without("config.norm");
-  EXPECT_EQ(config_from_metadata(old).norm, nn::NormPlacement::Pre);
-  old.emplace_back("config.pre_ln", "false");
-  EXPECT_EQ(config_from_metadata(old).norm, nn::NormPlacement::Post);
   // A field every checkpoint has written may not go missing.
   EXPECT_THROW(config_from_metadata(without("config.positional")), cli::UsageError);
+  EXPECT_THROW(config_from_metadata(without("config.norm")), cli::UsageError);
   nn::Metadata bad = m;
   for (auto& [key, value] : bad)
     if (key == "config.norm") value = "sandwich";

@@ -61,7 +61,7 @@ TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
   nn::MultiHeadAttention control(8, {.heads = 1, .head_dim = 16, .scale = scale_mode_of(kControl)},
                                  {g2, DType::Float64});
   apply_mode_init(control, kControl);
-  EXPECT_EQ(control.scale_mode().kind, nn::ScaleMode::None);
+  EXPECT_TRUE(control.scale_mode().is("none"));
   // 16^(-1/4) = 1/2 on W_Q, W_K and their biases; W_V and W_O untouched.
   EXPECT_NEAR(
       max(abs(sub(control.q_proj->weight.data(), mul(plain.q_proj->weight.data(), 0.5)))).item(), 0,

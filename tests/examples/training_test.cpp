@@ -301,8 +301,8 @@ TEST(ModelConfigMetadata, RoundTrips) {
   for (const auto& kv : config_metadata(c))
     if (kv.first != "config.head_dim") old.push_back(kv);
   EXPECT_EQ(config_from_metadata(old).head_dim, 0);
-  EXPECT_EQ(d.scale.kind, nn::ScaleMode::Constant);
-  EXPECT_EQ(d.scale.constant, 0.3);
+  EXPECT_TRUE(d.scale.is("const"));
+  EXPECT_EQ(d.scale.constant(), 0.3);
   nn::Metadata bad = config_metadata(c);
   bad[1].second = "x";
   EXPECT_THROW(config_from_metadata(bad), cli::UsageError);

@@ -73,13 +73,6 @@ TEST(Attention, EveryScaleModeAndMaskMatchesTheReference) {
       ASSERT_EQ(out.shape(), (Shape{B, H, T, Dv}));
       expect_near_vec(out.data(), reference_out(q, k, v, mask, factor), 1e-12);
     }
-    // Learned: the Variable wins over fixed_scale, whatever that says.
-    for (const Shape& shape : {Shape{}, Shape{1}}) {
-      Variable scale(full(shape, 0.7, DType::Float64));
-      Variable out = scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask,
-                                                  /*fixed_scale=*/100.0, scale);
-      expect_near_vec(out.data(), reference_out(q, k, v, mask, 0.7), 1e-12);
-    }
   }
   // A (T, S) float32 mask on float32 inputs.
   Tensor m32 = causal_mask(T, S, DType::Float32, S - T);
@@ -89,14 +82,15 @@ TEST(Attention, EveryScaleModeAndMaskMatchesTheReference) {
   expect_near_vec(out.data(), reference_out(q, k, v, causal(), 0.5), 1e-5);
 }
 
-TEST(Attention, GradcheckQueriesKeysValuesAndLearnedScale) {
+TEST(Attention, GradcheckQueriesKeysValuesAndAScaleOnQ) {
   for (const Tensor& mask : {Tensor(), causal(), padding_mask()}) {
     EXPECT_GRADCHECK(
         [&](const Vars& v) { return scaled_dot_product_attention(v[0], v[1], v[2], mask, 0.6); },
         {dense({B, H, T, D}), dense({B, H, S, D}), dense({B, H, S, Dv})});
     EXPECT_GRADCHECK(
         [&](const Vars& v) {
-          return scaled_dot_product_attention(v[0], v[1], v[2], mask, 0.0, v[3]);
+          // A learned scale is a variant on q (scale_modes.h): q times it.
+          return scaled_dot_product_attention(v[0] * v[3], v[1], v[2], mask, 1.0);
         },
         {dense({B, H, T, D}), dense({B, H, S, D}), dense({B, H, S, Dv}),
          full({1}, 0.8, DType::Float64)});
@@ -120,7 +114,7 @@ TEST(Attention, FullyMaskedQueryGivesZeroOutputAndZeroGradients) {
       v(dense({B, H, S, Dv}), true);
   Variable scale(full({1}, 0.5, DType::Float64), true);
   AttentionProbe probe;
-  Variable out = scaled_dot_product_attention(q, k, v, mask, 0.0, scale, &probe);
+  Variable out = scaled_dot_product_attention(q * scale, k, v, mask, 1.0, &probe);
   expect_all_finite(out.data(), "output");
   expect_all_finite(probe.weights.data(), "weights");
   expect_near_vec(out.data(), reference_out(q.data(), k.data(), v.data(), mask, 0.5), 1e-12);
@@ -158,8 +152,8 @@ TEST(Attention, FusedPathMatchesTheComposedPath) {
       for (bool with_probe : {false, true}) {
         Variable vq(q, true), vk(k, true), vv(v, true);
         AttentionProbe probe;
-        Variable out = scaled_dot_product_attention(vq, vk, vv, mask, 0.45, Variable(),
-                                                    with_probe ? &probe : nullptr);
+        Variable out =
+            scaled_dot_product_attention(vq, vk, vv, mask, 0.45, with_probe ? &probe : nullptr);
         sum(out * Variable(r)).backward();
         for (const Tensor& t : {out.data(), vq.grad(), vk.grad(), vv.grad()}) results.push_back(t);
       }
@@ -185,34 +179,44 @@ TEST(Attention, RejectsMismatchedShapes) {
 }
 
 TEST(ScaleMode, ParsesEveryNameAndRoundTrips) {
-  const std::vector<std::pair<std::string, ScaleMode::Kind>> names = {
-      {"inv_sqrt_dk", ScaleMode::InvSqrtDk}, {"none", ScaleMode::None},
-      {"inv_dk", ScaleMode::InvDk},          {"inv_2sqrt_dk", ScaleMode::Inv2SqrtDk},
-      {"learned", ScaleMode::Learned},       {"qk_norm", ScaleMode::QkNorm},
-      {"qk_l2norm", ScaleMode::QkL2Norm},    {"learned_log", ScaleMode::LearnedLog}};
-  for (const auto& [name, kind] : names) {
+  const std::vector<std::string> names = {"inv_sqrt_dk", "none",        "inv_dk",  "inv_2sqrt_dk",
+                                          "learned",     "learned_log", "qk_norm", "qk_l2norm",
+                                          "log_n",       "ssmax"};
+  // Every entry of the table but const, which needs its value.
+  ASSERT_EQ(scale_modes().size(), names.size() + 1);
+  for (const auto& name : names) {
     ScaleMode m = ScaleMode::parse(name);
-    EXPECT_EQ(m.kind, kind) << name;
+    EXPECT_TRUE(m.is(name.c_str())) << name;
     EXPECT_EQ(m.name(), name);
+    EXPECT_EQ(ScaleMode(name), m);
   }
-  EXPECT_EQ(ScaleMode{}.kind, ScaleMode::InvSqrtDk);
-  EXPECT_DOUBLE_EQ(ScaleMode::parse("learned").value(16), 0.25);
+  EXPECT_TRUE(ScaleMode{}.is("inv_sqrt_dk"));
+  // The fixed factors; a mode whose variant scales q has 1.
   EXPECT_DOUBLE_EQ(ScaleMode::parse("qk_norm").value(16), 0.25);
+  for (const char* on_q : {"learned", "learned_log", "qk_l2norm", "log_n", "ssmax"})
+    EXPECT_DOUBLE_EQ(ScaleMode::parse(on_q).value(16), 1.0) << on_q;
   for (std::string c : {"const:0.3", "const:0.125", "const:2", "const:1e-3"}) {
     ScaleMode m = ScaleMode::parse(c);
-    EXPECT_EQ(m.kind, ScaleMode::Constant);
+    EXPECT_TRUE(m.is("const"));
     EXPECT_DOUBLE_EQ(m.value(64), std::stod(c.substr(6)));
-    EXPECT_EQ(ScaleMode::parse(m.name()).constant, m.constant) << c;
+    EXPECT_EQ(ScaleMode::parse(m.name()).constant(), m.constant()) << c;
   }
   EXPECT_EQ(ScaleMode::parse("const:0.3").name(), "const:0.3");
   for (std::string bad : {"const:", "const:-1", "const:0", "const:abc", "const:0.5x", "const:inf",
                           "const:nan", "foo", "", "INV_DK", "const"})
     EXPECT_THROW(ScaleMode::parse(bad), Error) << "'" << bad << "'";
+  // The error lists what would have been accepted, from the table.
+  try {
+    ScaleMode::parse("log-n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("log_n, ssmax"), std::string::npos) << e.what();
+  }
 }
 
 // Attention runs in float32, where a larger constant would be infinity.
 TEST(ScaleMode, AConstantMustFitInFloat32) {
-  EXPECT_EQ(ScaleMode::parse("const:3e38").constant, 3e38);
+  EXPECT_EQ(ScaleMode::parse("const:3e38").constant(), 3e38);
   for (std::string bad : {"const:1e300", "const:3.5e38"}) {
     try {
       ScaleMode::parse(bad);
@@ -228,18 +232,20 @@ TEST(ScaleMode, ConstantNameKeepsEveryDigit) {
   // Sweeps of d_k^-alpha give constants like 64^-0.75; the name is what goes
   // into files and flags, so reading it back must give the same number.
   const double c = std::pow(64.0, -0.75);
-  ScaleMode m{ScaleMode::Constant, c};
-  EXPECT_EQ(ScaleMode::parse(m.name()).constant, c) << m.name();
+  char text[64];
+  std::snprintf(text, sizeof text, "const:%.17g", c);
+  ScaleMode m = ScaleMode::parse(text);
+  EXPECT_EQ(ScaleMode::parse(m.name()).constant(), c) << m.name();
   ScaleMode p = ScaleMode::parse("const:0.21022410381342863");
-  EXPECT_EQ(ScaleMode::parse(p.name()).constant, p.constant) << p.name();
+  EXPECT_EQ(ScaleMode::parse(p.name()).constant(), p.constant()) << p.name();
 }
 
 TEST(AttentionProbe, RecordsLogitsAndWeightsWithoutChangingTheOutput) {
   Tensor q = dense({B, H, T, D}), k = dense({B, H, S, D}), v = dense({B, H, S, Dv});
   for (const Tensor& mask : {Tensor(), causal(), padding_mask()}) {
     AttentionProbe probe;
-    Variable with = scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4,
-                                                 Variable(), &probe);
+    Variable with =
+        scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4, &probe);
     Variable without =
         scaled_dot_product_attention(Variable(q), Variable(k), Variable(v), mask, 0.4);
     // Equal to rounding: without the probe the fused kernel computes the weights.
@@ -263,7 +269,7 @@ TEST(AttentionProbe, HookOnTheLogitsSeesTheirGradient) {
       v(dense({B, H, S, Dv}), true);
   const double scale = 0.4;
   AttentionProbe probe;
-  Variable out = scaled_dot_product_attention(q, k, v, causal(), scale, Variable(), &probe);
+  Variable out = scaled_dot_product_attention(q, k, v, causal(), scale, &probe);
   Tensor seen;
   int calls = 0;
   probe.logits.register_hook([&](const Tensor& g) {

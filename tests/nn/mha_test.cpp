@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "nn/attention.h"
+#include "nn/length_scale.h"
 #include "nn/qk_norm.h"
 #include "nn/scale_variants.h"
 #include "tests/nn/nn_check.h"
@@ -63,6 +64,28 @@ Tensor unit_rows(const Tensor& x) {
   return from_vector(v, x.shape(), DType::Float64);
 }
 
+// Row (b, h, t, :) of q times factor(b, t, n), n the keys query t of
+// sequence b sees: S less the keys the mask hides from it (at least 1),
+// counted here from the mask's values at (b, t, j), independently of the
+// library's count.
+template <class Factor>
+Tensor scale_rows_by_keys(const Tensor& q, const Tensor& mask, int64_t s, Factor factor) {
+  const int64_t b = q.shape()[0], h = q.shape()[1], t = q.shape()[2], d = q.shape()[3];
+  std::vector<double> v = q.contiguous().to_vector();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t r = 0; r < t; ++r) {
+      int64_t n = s;
+      if (mask.defined())
+        for (int64_t j = 0; j < s; ++j)
+          if (mask.expand({b, 1, t, s}).at({i, 0, r, j}) != 0) --n;
+      for (int64_t head = 0; head < h; ++head)
+        for (int64_t c = 0; c < d; ++c)
+          v[((i * h + head) * t + r) * d + c] *=
+              factor(head, static_cast<double>(std::max<int64_t>(n, 1)));
+    }
+  return from_vector(v, q.shape(), DType::Float64);
+}
+
 // The whole layer by hand: project, split heads, attend, merge, project out.
 std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, const Tensor& mem,
                                 const Tensor& mask) {
@@ -79,7 +102,18 @@ std::vector<double> mha_by_hand(const MultiHeadAttention& mha, const Tensor& x, 
   }
   if (const LearnedLogScale* t = mha.variant<LearnedLogScale>())
     q = mul(q, std::exp(t->log_scale.data().item()));
-  double scale = mha.scale.defined() ? mha.scale.data().item() : mha.scale_mode().value(mha.d_k());
+  if (const LearnedScale* l = mha.variant<LearnedScale>()) q = mul(q, l->scale.data().item());
+  const int64_t s = mem.shape()[1];
+  const double d_k = static_cast<double>(mha.d_k());
+  if (mha.variant<LogNScale>())  // log(n) / sqrt(d_k)
+    q = scale_rows_by_keys(q, mask, s,
+                           [&](int64_t, double n) { return std::log(n) / std::sqrt(d_k); });
+  if (const ScalableSoftmax* ss = mha.variant<ScalableSoftmax>()) {  // s_h log(n)
+    const std::vector<double> per_head = ss->s.data().to_vector();
+    q = scale_rows_by_keys(q, mask, s,
+                           [&](int64_t h, double n) { return per_head[h] * std::log(n); });
+  }
+  const double scale = mha.scale_mode().value(mha.d_k());
   std::vector<double> heads =  // (B, H, T, D)
       fused_attention_reference(Variable(q), Variable(k), Variable(v), scale, mask)
           .data()
@@ -103,21 +137,37 @@ TEST(MultiHeadAttention, ParameterNamesPerScaleMode) {
   EXPECT_EQ(names_of(plain), base);
   EXPECT_EQ(plain.num_parameters(), 4 * (8 * 8 + 8));
   EXPECT_EQ(plain.variant<QkNorm>(), nullptr);
-  EXPECT_FALSE(plain.scale.defined());
 
+  // A mode with a variant: its parameters under the mode's name, after the
+  // projections.
+  const std::vector<std::pair<const char*, std::vector<std::string>>> own = {
+      {"qk_norm",
+       {"qk_norm.q_norm.weight", "qk_norm.q_norm.bias", "qk_norm.k_norm.weight",
+        "qk_norm.k_norm.bias"}},
+      {"learned", {"learned.scale"}},
+      {"learned_log", {"learned_log.log_scale"}},
+      {"qk_l2norm", {"qk_l2norm.g"}},
+      {"log_n", {}},
+      {"ssmax", {"ssmax.s"}}};
+  for (const auto& [mode, names] : own) {
+    MultiHeadAttention m(8, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 8}, gen);
+    std::vector<std::string> expected = base;
+    expected.insert(expected.end(), names.begin(), names.end());
+    EXPECT_EQ(names_of(m), expected) << mode;
+    EXPECT_EQ(m.num_parameters() - plain.num_parameters(), ScaleMode::parse(mode).parameters(2, 4))
+        << mode;
+  }
   MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
-  std::vector<std::string> with_norms = base;
-  for (const char* n : {"q_norm.weight", "q_norm.bias", "k_norm.weight", "k_norm.bias"})
-    with_norms.push_back(n);
-  EXPECT_EQ(names_of(normed), with_norms);
   EXPECT_EQ(normed.variant<QkNorm>()->q_norm->weight.shape(), (Shape{4}));  // over D, per head
-
   MultiHeadAttention learned(8, {.heads = 2, .scale = ScaleMode::parse("learned")}, gen);
-  std::vector<std::string> with_scale = {"scale"};  // own parameters come before children's
-  with_scale.insert(with_scale.end(), base.begin(), base.end());
-  EXPECT_EQ(names_of(learned), with_scale);
-  EXPECT_EQ(learned.scale.shape(), (Shape{1}));
-  EXPECT_DOUBLE_EQ(learned.scale.data().item(), 0.5);  // 1/sqrt(4)
+  EXPECT_DOUBLE_EQ(learned.variant<LearnedScale>()->scale.data().item(), 0.5);  // 1/sqrt(4)
+  // ssmax: one s per head, started at 1/(sqrt(d_k) log L) = 1/(2 log 8).
+  MultiHeadAttention ss(8, {.heads = 2, .scale = ScaleMode::parse("ssmax"), .max_len = 8},
+                        {gen, DType::Float64});
+  EXPECT_EQ(ss.variant<ScalableSoftmax>()->s.shape(), (Shape{2}));
+  for (double s0 : ss.variant<ScalableSoftmax>()->s.data().to_vector())
+    EXPECT_DOUBLE_EQ(s0, 1 / (2 * std::log(8.0)));
+  EXPECT_THROW(MultiHeadAttention(8, {.heads = 2, .scale = ScaleMode::parse("ssmax")}, gen), Error);
 
   for (const char* fixed : {"none", "inv_dk", "inv_2sqrt_dk", "const:0.3"})
     EXPECT_EQ(names_of(MultiHeadAttention(8, {.heads = 4, .scale = ScaleMode::parse(fixed)}, gen)),
@@ -140,13 +190,17 @@ TEST(MultiHeadAttention, RejectsBadShapes) {
 }
 
 TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
-  for (const char* mode :
-       {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+  for (const char* mode : {"inv_sqrt_dk", "none", "const:0.3", "learned", "qk_norm", "qk_l2norm",
+                           "learned_log", "log_n", "ssmax"}) {
     SCOPED_TRACE(mode);
     Generator gen(3);
     MultiHeadAttention mha(6, {.heads = 3, .scale = ScaleMode::parse(mode), .max_len = 5},
                            {gen, DType::Float64});
-    if (mha.scale.defined()) mha.scale.data().data<double>()[0] = 0.37;
+    if (LearnedScale* l = mha.variant<LearnedScale>()) l->scale.data().data<double>()[0] = 0.37;
+    if (ScalableSoftmax* ss = mha.variant<ScalableSoftmax>()) {  // each head its own
+      Tensor live = ss->s.data();
+      live.copy_(from_vector({0.3, -0.2, 0.9}, {3}, DType::Float64));
+    }
     // The learned scalars away from their starts.
     if (QkL2Norm* l2 = mha.variant<QkL2Norm>()) l2->g.data().data<double>()[0] = 2.7;
     if (LearnedLogScale* t = mha.variant<LearnedLogScale>())
@@ -174,7 +228,8 @@ TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
 }
 
 TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
-  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+  for (const char* mode :
+       {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log", "log_n", "ssmax"}) {
     SCOPED_TRACE(mode);
     Generator gen(4);
     MultiHeadAttention mha(4, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 4},
@@ -226,7 +281,8 @@ void expect_cache_matches_full(MultiHeadAttention& mha, const Tensor& x,
 }
 
 TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
-  for (const char* mode : {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+  for (const char* mode :
+       {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log", "log_n", "ssmax"}) {
     SCOPED_TRACE(mode);
     Generator gen(6);
     MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 6},
@@ -238,19 +294,24 @@ TEST(MultiHeadAttention, KVCacheEqualsFullCausalAttention) {
 }
 
 TEST(MultiHeadAttention, FixedCacheForCrossAttentionReusesTheMemory) {
-  Generator gen(7);
-  MultiHeadAttention mha(8, {.heads = 2}, {gen, DType::Float64});
-  Tensor x = dense({2, 4, 8}), mem = dense({2, 5, 8});
-  NoGradGuard no_grad;
-  Tensor full = mha.forward(Variable(x), Variable(mem)).data();
-  KVCache cache;
-  cache.fixed = true;
-  for (int64_t t = 0; t < 4; ++t) {
-    // After the first step the memory passed in is not read again.
-    Variable memory = t == 0 ? Variable(mem) : Variable(zeros({2, 5, 8}, DType::Float64));
-    Tensor got = mha.forward(Variable(x.narrow(1, t, 1)), memory, Tensor(), &cache).data();
-    EXPECT_EQ(cache.length(), 5);
-    expect_close(got, full.narrow(1, t, 1), 1e-10, "step " + std::to_string(t));
+  // log_n and ssmax count the memory's keys, cached or not.
+  for (const char* mode : {"inv_sqrt_dk", "log_n", "ssmax"}) {
+    SCOPED_TRACE(mode);
+    Generator gen(7);
+    MultiHeadAttention mha(8, {.heads = 2, .scale = ScaleMode::parse(mode), .max_len = 6},
+                           {gen, DType::Float64});
+    Tensor x = dense({2, 4, 8}), mem = dense({2, 5, 8});
+    NoGradGuard no_grad;
+    Tensor full = mha.forward(Variable(x), Variable(mem)).data();
+    KVCache cache;
+    cache.fixed = true;
+    for (int64_t t = 0; t < 4; ++t) {
+      // After the first step the memory passed in is not read again.
+      Variable memory = t == 0 ? Variable(mem) : Variable(zeros({2, 5, 8}, DType::Float64));
+      Tensor got = mha.forward(Variable(x.narrow(1, t, 1)), memory, Tensor(), &cache).data();
+      EXPECT_EQ(cache.length(), 5);
+      expect_close(got, full.narrow(1, t, 1), 1e-10, "step " + std::to_string(t));
+    }
   }
 }
 

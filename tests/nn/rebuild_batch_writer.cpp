@@ -64,6 +64,12 @@ const Variant kVariants[] = {
        c.activation = "relu";
        c.head_dim = 12;
      }},
+    {"log_n", [](nn::ModelConfig& c) { c.scale = "log_n"; }},
+    {"ssmax_rope",
+     [](nn::ModelConfig& c) {
+       c.scale = "ssmax";
+       c.positional = "rope";
+     }},
 };
 
 nn::ModelConfig small_config() {

@@ -162,7 +162,8 @@ TEST(ReferencePath, DecoderTrainsAlikeBothWays) {
 
 // The scale modes with parameters or variants of their own, and two fixed ones.
 TEST(ReferencePath, EveryScaleModeTrainsAlikeBothWays) {
-  for (const char* scale : {"none", "inv_dk", "learned", "qk_norm", "qk_l2norm", "learned_log"}) {
+  for (const char* scale :
+       {"none", "inv_dk", "learned", "qk_norm", "qk_l2norm", "learned_log", "log_n", "ssmax"}) {
     expect_same_training("encdec", DType::Float64, 1e-10, scale);
     expect_same_training("decoder", DType::Float32, 1e-5, scale);
   }
