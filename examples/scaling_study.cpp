@@ -19,6 +19,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/run_lock.h"
 #include "examples/common/signals.h"
+#include "examples/study/length.h"
 #include "examples/study/parts.h"
 #include "tensor/parallel.h"
 
@@ -81,8 +82,8 @@ study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, const std::s
 // earlier layout stay as aliases (sgd came later and has none: '\0').
 const std::vector<std::pair<std::string, char>>& part_names() {
   static const std::vector<std::pair<std::string, char>> names = {
-      {"init", 'A'}, {"train", 'B'}, {"sgd", '\0'},       {"depth", 'D'},
-      {"lr", 'C'},   {"width", 'E'}, {"depth-train", 'F'}};
+      {"init", 'A'}, {"train", 'B'}, {"sgd", '\0'},        {"depth", 'D'},
+      {"lr", 'C'},   {"width", 'E'}, {"depth-train", 'F'}, {"length", '\0'}};
   return names;
 }
 
@@ -94,7 +95,7 @@ std::set<std::string> parse_parts(const std::string& text) {
     });
     if (it == part_names().end())
       throw cli::UsageError("--parts: unknown part '" + p +
-                            "' (expected init, train, sgd, depth, lr, width, depth-train)");
+                            "' (expected init, train, sgd, depth, lr, width, depth-train, length)");
     out.insert(it->first);
   }
   return out;
@@ -281,13 +282,14 @@ int run(int argc, char** argv) {
                 "replace the study in --out: its files are removed before this one runs");
   std::string parts;
   args.add("--parts", &parts,
-           "which parts to run, comma-separated: init, train, sgd, depth, lr, width, depth-train "
-           "(letters A to F also work; empty: init,train,sgd,depth, or all with --full)");
+           "which parts to run, comma-separated: init, train, sgd, depth, lr, width, depth-train, "
+           "length (letters A to F also work; empty: init,train,sgd,depth, or all with --full)");
   args.parse(argc, argv);
 
-  const std::set<std::string> run = parse_parts(
-      parts.empty() ? (full ? "init,train,sgd,depth,lr,width,depth-train" : "init,train,sgd,depth")
-                    : parts);
+  const std::set<std::string> run =
+      parse_parts(parts.empty() ? (full ? "init,train,sgd,depth,lr,width,depth-train,length"
+                                        : "init,train,sgd,depth")
+                                : parts);
   study::Settings settings{.seed = static_cast<uint64_t>(seed),
                            .threads = threads,
                            .full = full,
@@ -309,6 +311,7 @@ int run(int argc, char** argv) {
   const study::LrOptions lr_options = study::lr_options(settings);
   const study::WidthOptions width_options = study::width_options(settings);
   const study::DepthTrainOptions depth_train_options = study::depth_train_options(settings);
+  const study::LengthOptions length_options = study::length_options(settings);
 
   // Every run of the training parts that run, for the memory check.
   std::vector<study::RunSpec> planned;
@@ -320,6 +323,7 @@ int run(int argc, char** argv) {
   plan("lr", study::lr_runs(settings, lr_options));
   plan("width", study::width_runs(settings, width_options));
   plan("depth-train", study::depth_train_runs(settings, depth_train_options));
+  plan("length", study::length_runs(settings, length_options));
   check_study_memory(planned, threads);
 
   const auto start = std::chrono::steady_clock::now();
@@ -351,6 +355,7 @@ int run(int argc, char** argv) {
   std::vector<study::FinalRow> sgd, lr;
   std::vector<study::WidthRow> width;
   study::DepthTrainResult depth_train;
+  study::LengthTrainResult length;
   std::map<std::string, double> seconds;
   // Runs a part if asked for, timing it; the cheap parts first.
   auto part = [&](const std::string& name, const std::function<void()>& body) {
@@ -368,6 +373,7 @@ int run(int argc, char** argv) {
     part("width", [&] { width = study::run_width(settings, width_options); });
     part("depth-train",
          [&] { depth_train = study::run_depth_train(settings, depth_train_options); });
+    part("length", [&] { length = study::run_length_train(settings, length_options); });
   } catch (const study::Interrupted& stopped) {
     bar.reset();  // ends its line
     std::fflush(stdout);
@@ -384,7 +390,8 @@ int run(int argc, char** argv) {
       study::depth_section(depth_options, depth),
       study::lr_section(lr_options, lr),
       study::width_section(width_options, width),
-      study::depth_train_section(depth_train_options, depth_train)};
+      study::depth_train_section(depth_train_options, depth_train),
+      study::length_section(length_options, length)};
   std::erase_if(sections, [&run](const study::Section& s) { return !run.count(s.part); });
   for (study::Section& s : sections) s.seconds = seconds[s.part];
   const study::ReportInfo info{

@@ -31,6 +31,10 @@ struct StudyModel {
   }
 };
 
+// The run's model, its attention layers started as its mode asks
+// (training_run.cpp), from `gen`.
+StudyModel build_model(const RunSpec& spec, Generator& gen);
+
 // ---- Probes (run_probes.cpp) -----------------------------------------------------
 // The attention layers' state after a backward: the probe of the forward
 // that was recorded and the gradients of W_Q, W_K, W_V; one row per layer.
@@ -64,5 +68,14 @@ AttentionMap empty_map(const std::string& task, const Batch& example);
 // map.queries x map.keys: the weights, row-major, and their entropy_norm.
 std::pair<std::vector<float>, double> attention_map(const StudyModel& model, const Batch& example,
                                                     const AttentionMap& map);
+
+// ---- Train short, test long (length_train.cpp) ----------------------------------
+// A recall model trained at spec.task.recall evaluated at each of
+// spec.test_pairs (and at the trained number): fresh held-out sequences at
+// each length, drawn from `seed`.
+std::vector<LengthTestRow> evaluate_lengths(const StudyModel& model, const RunSpec& spec,
+                                            uint64_t seed);
+// The recall task at `pairs` pairs, the rest as trained.
+nn::RecallTaskConfig at_pairs(nn::RecallTaskConfig task, int64_t pairs);
 
 }  // namespace gradflow::study

@@ -286,6 +286,23 @@ struct RunSpec {
   // "adamw", or "sgd" (momentum 0.9, no Nesterov, no weight decay; the
   // standard parametrisation only): make_optimizer's names.
   std::string optimizer = "adamw";
+  std::string positional = "learned";  // ModelConfig::positional
+  // Recall only (the length part): after training, also evaluate at these
+  // numbers of pairs, longer sequences than trained on (length_train.cpp).
+  std::vector<int64_t> test_pairs{};
+};
+
+// Train short, test long: a recall run's held-out accuracy and its answer
+// layer's top-1 attention mass (the largest weight of each answer's query,
+// averaged) with `pairs` pairs, a sequence of test_len positions; train_len
+// is the length it was trained at. Comparisons between modes use the seeds
+// where both solved the trained length: a run that never learned the task
+// says nothing about extending it.
+struct LengthTestRow {
+  RunKey run{};
+  int64_t pairs = 0, train_len = 0, test_len = 0;
+  double accuracy = 0, top1_mass = 0;
+  bool solved = false;  // the run reached 99% held out at the trained length
 };
 
 // What the layer where the task looks its answer up (key_layer) attends to on
@@ -307,7 +324,8 @@ struct RunOutput {
   std::vector<LayerRow> layers;
   std::vector<BlockRow> blocks;
   FinalRow final;
-  std::vector<AttentionMap> maps;  // one when RunSpec::record_maps, else none
+  std::vector<AttentionMap> maps;      // one when RunSpec::record_maps, else none
+  std::vector<LengthTestRow> lengths;  // one per RunSpec::test_pairs, after training
 };
 
 // The optimiser a run's `optimizer` names over `params` at learning rate

@@ -14,6 +14,7 @@
 #include "nn/data/recall_task.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/init.h"
+#include "nn/length_scale.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
@@ -97,6 +98,14 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
     m.owner = std::move(model);
   }
   for (auto& [name, a] : m.attention) apply_mode_init(*a, spec.key.mode);
+  // Built for the longest test, trained at the task's length: ssmax starts as
+  // a model built for the length it trains at (s log L = 1/sqrt(d_k) there).
+  if (!spec.test_pairs.empty())
+    for (auto& [name, a] : m.attention)
+      if (auto* ss = a->variant<nn::ScalableSoftmax>()) {
+        Tensor s = ss->s.data();
+        s.fill_(nn::ssmax_start(a->d_k(), nn::recall_seq_len(task.recall)));
+      }
   if (spec.parametrization == Parametrization::MuP) nn::init::constant_(m.head->weight, 0);
   return m;
 }
@@ -218,6 +227,8 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
 
 }  // namespace
 
+StudyModel build_model(const RunSpec& spec, Generator& gen) { return build(spec, gen); }
+
 std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
                                               std::vector<Variable> params, double lr) {
   if (optimizer == "adamw")
@@ -235,6 +246,7 @@ RunShape run_shape(const RunSpec& spec) {
   c.head_dim = spec.key.d_k;
   c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
   c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
+  c.positional = spec.positional;
   if (task.task == "reverse") {
     shape.encoder_decoder = true;
     shape.src_len = nn::src_len(reverse_task());
@@ -244,6 +256,8 @@ RunShape run_shape(const RunSpec& spec) {
   } else {
     shape.tgt_len = c.max_len = nn::recall_seq_len(task.recall);
     c.vocab = nn::recall_vocab_size(task.recall);
+    for (int64_t pairs : spec.test_pairs)  // room for the longest test
+      c.max_len = std::max(c.max_len, nn::recall_seq_len(at_pairs(task.recall, pairs)));
   }
   return shape;
 }
@@ -332,6 +346,10 @@ RunOutput train_one(const RunSpec& spec) {
   }
   if (model.seq2seq && !out.final.diverged)
     out.final.seq_accuracy = greedy_sequence_accuracy(*model.seq2seq, eval);
+  if (!spec.test_pairs.empty() && !out.final.diverged) {
+    out.lengths = evaluate_lengths(model, spec, base + 300);
+    for (LengthTestRow& r : out.lengths) r.run = key;
+  }
   return out;
 }
 

@@ -1,0 +1,51 @@
+// The length part (--full, or --parts length): how attention's scale should
+// depend on the number of keys n, as work since 2022 says it should
+// (Nakanishi 2025, Scalable-Softmax; Velickovic et al. 2024; Chen, Lin,
+// Polyanskiy and Rigollet 2025, critical attention scaling). Three pieces:
+//   length_init.cpp      attention against n at initialisation, per mode
+//                        (C16, C17)
+//   length_train.cpp     train short, test long: recall at 4 pairs, tested at
+//                        8, 16 and 32 (C18)
+//   length_critical.cpp  the critical factor gamma in gamma log n against
+//                        1/(1 - rho) (C19)
+//   length.cpp           the options, the run and the report's section
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "examples/study/study.h"
+
+namespace gradflow::study {
+
+// Recall with 32 keys and 16 values, trained at 4 pairs and 4 queries for at
+// most 800 steps (stopping at 99% held out), RoPE positions.
+TaskSetup length_task();
+
+struct LengthOptions {
+  TaskSetup task = length_task();
+  int64_t d_k = 16;
+  std::vector<std::string> modes = {"inv_sqrt_dk", "log_n", "ssmax"};
+  std::vector<int64_t> test_pairs = {8, 16, 32};
+  // Many: the modes are compared on the seeds where both solved the trained
+  // length, 7 or 8 of 10 for each mode.
+  int64_t seeds = 20;
+};
+// --seeds and --steps replace the part's own.
+LengthOptions length_options(const Settings& settings);
+
+std::vector<RunSpec> length_runs(const Settings& settings, const LengthOptions& options);
+struct LengthTrainResult {
+  std::vector<FinalRow> finals;     // one per run: how it trained
+  std::vector<LengthTestRow> rows;  // one per run and length
+};
+LengthTrainResult run_length_train(const Settings& settings, const LengthOptions& options);
+
+// Mode a's accuracy minus mode b's at `pairs`, paired by seed (t-interval).
+Interval length_difference(const std::vector<LengthTestRow>& rows, const std::string& a,
+                           const std::string& b, int64_t pairs);
+Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const LengthOptions& options);
+
+Section length_section(const LengthOptions& options, const LengthTrainResult& train);
+
+}  // namespace gradflow::study
