@@ -30,7 +30,25 @@ void put(std::string& out, const Parts&... parts) {
 
 std::string num(double v) { return format_number(v); }
 
+void check_overlays(const Heatmap& h) {
+  for (const HeatmapOverlay& o : h.overlays) {
+    if (!h.missing.empty())
+      fail("render_heatmap_grid: panel '", h.title, "' is missing but has overlay '", o.label, "'");
+    if (o.rows.size() != o.columns.size())
+      fail("render_heatmap_grid: overlay '", o.label, "' of panel '", h.title, "' has ",
+           o.rows.size(), " rows but ", o.columns.size(), " columns");
+    for (size_t i = 0; i < o.rows.size(); ++i) {
+      const double r = o.rows[i], c = o.columns[i];
+      if (!(r >= 0 && r <= static_cast<double>(h.rows) && c >= 0 &&
+            c <= static_cast<double>(h.columns)))  // NaN fails too
+        fail("render_heatmap_grid: overlay '", o.label, "' of panel '", h.title, "' has point (", r,
+             ", ", c, ") outside its ", h.rows, " x ", h.columns, " matrix");
+    }
+  }
+}
+
 void check_panel(const Heatmap& h) {
+  check_overlays(h);
   if (!h.missing.empty()) {
     if (h.rows != 0 || h.columns != 0 || !h.values.empty()) {
       fail("render_heatmap_grid: panel '", h.title, "' says '", h.missing,
@@ -87,6 +105,25 @@ void put_text(std::string& out, double x, double y, double size, std::string_vie
       escape_xml(body), "</text>\n");
 }
 
+// The panel's overlays, a point (r, c) at (left + c side, top + r side).
+void put_overlays(std::string& out, const Heatmap& h, double left, double top, double side) {
+  for (const HeatmapOverlay& o : h.overlays) {
+    put(out, "<g class=\"overlay\"><title>", escape_xml(o.label), "</title>\n");
+    std::string points;
+    for (size_t i = 0; i < o.rows.size(); ++i)
+      put(points, i ? " " : "", num(left + o.columns[i] * side), ",", num(top + o.rows[i] * side));
+    if (o.line && o.rows.size() > 1)
+      put(out, "<polyline points=\"", points, "\" fill=\"none\" stroke=\"", escape_xml(o.color),
+          "\" stroke-width=\"2\"/>\n");
+    if (o.markers)
+      for (size_t i = 0; i < o.rows.size(); ++i)
+        put(out, "<circle cx=\"", num(left + o.columns[i] * side), "\" cy=\"",
+            num(top + o.rows[i] * side), "\" r=\"", num(std::max(3.0, side / 3)), "\" fill=\"",
+            escape_xml(o.color), "\" stroke=\"#222\" stroke-width=\"1\"/>\n");
+    put(out, "</g>\n");
+  }
+}
+
 // One panel with its top-left corner at (x, y): the title, the matrix (square cells, as large
 // as fit matrix_size, centred), a frame around it so white cells show where it ends, the notes.
 void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, double y,
@@ -114,6 +151,7 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
     put(out, "<rect class=\"matrix-frame\" x=\"", num(left), "\" y=\"", num(top), "\" width=\"",
         num(width), "\" height=\"", num(side * static_cast<double>(h.rows)),
         "\" fill=\"none\" stroke=\"#999\" stroke-width=\"1\"/>\n");
+    put_overlays(out, h, left, top, side);
   }
   double line = top + matrix_size + 6 + kNoteFont;
   for (const std::string& note : h.notes) {
