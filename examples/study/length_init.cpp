@@ -144,8 +144,9 @@ std::vector<double> length_weights(const std::string& mode, const std::vector<do
       fail("length_weights: a key has ", key.size(), " entries, the query ", d);
     flat.insert(flat.end(), key.begin(), key.end());
   }
-  return mode_weights(mode, from_vector(q, {1, 1, 1, d}, DType::Float64),
-                      from_vector(flat, {1, 1, n, d}, DType::Float64), built_len)
+  // Float32, as the measurement (and ssmax's s, which a float64 q would not multiply).
+  return mode_weights(mode, from_vector(q, {1, 1, 1, d}), from_vector(flat, {1, 1, n, d}),
+                      built_len)
       .to_vector();
 }
 

@@ -54,7 +54,7 @@ struct LengthInitRow {
 // order modes x ns. Throws Error for an empty or invalid option.
 std::vector<LengthInitRow> measure_length_init(const LengthInitOptions& options, uint64_t seed);
 
-// The weights softmax(factor q'.k) of one query against keys (n, d_k) under
+// The weights softmax(factor q'.k) in float32 of one query against keys (n, d_k) under
 // `mode` (the variant's transform, then scaled_dot_product_attention with a
 // probe): the measurement's single step, for tests.
 std::vector<double> length_weights(const std::string& mode, const std::vector<double>& q,
