@@ -79,8 +79,21 @@ void check_panel(const Heatmap& h) {
 // widest title or note, tall enough for the most notes.
 struct Cell {
   double width = 0, height = 0;
+  double matrix_height = 0;  // the band the matrices take: matrix_size, less for wide ones
   size_t notes = 0;
 };
+
+// Whole pixels per cell of h's matrix, so neighbouring cells meet without hairline gaps.
+double cell_side(const Heatmap& h, double matrix_size) {
+  return std::max(1.0, std::floor(matrix_size / static_cast<double>(std::max(h.rows, h.columns))));
+}
+
+// A matrix wider than tall takes only its own height (a 5 x 61 grid is a strip, not a square
+// with empty space beneath); square, tall and missing panels take matrix_size, as always.
+double matrix_height(const Heatmap& h, double matrix_size) {
+  if (!h.missing.empty() || h.rows >= h.columns) return matrix_size;
+  return cell_side(h, matrix_size) * static_cast<double>(h.rows);
+}
 
 Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
   Cell c;
@@ -91,11 +104,12 @@ Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
       for (const std::string& note : h.notes)
         content = std::max(content, text_width(note, kNoteFont));
       c.notes = std::max(c.notes, h.notes.size());
+      c.matrix_height = std::max(c.matrix_height, matrix_height(h, matrix_size));
     }
   }
   c.width = std::ceil(content + 2 * kPad);
   c.height =
-      std::ceil(kTitleBand + matrix_size + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
+      std::ceil(kTitleBand + c.matrix_height + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
   return c;
 }
 
@@ -133,11 +147,10 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
            " text-anchor=\"middle\" font-weight=\"bold\"", h.title);
   const double top = y + kTitleBand;
   if (!h.missing.empty()) {
-    put_text(out, centre, top + matrix_size / 2, kNoteFont, " text-anchor=\"middle\"", h.missing);
+    put_text(out, centre, top + cell.matrix_height / 2, kNoteFont, " text-anchor=\"middle\"",
+             h.missing);
   } else {
-    // Whole pixels per cell, so neighbouring cells meet without hairline gaps.
-    const double side =
-        std::max(1.0, std::floor(matrix_size / static_cast<double>(std::max(h.rows, h.columns))));
+    const double side = cell_side(h, matrix_size);
     const double width = side * static_cast<double>(h.columns);
     const double left = std::round(centre - width / 2);
     for (int64_t i = 0; i < h.rows; ++i) {
@@ -153,7 +166,7 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
         "\" fill=\"none\" stroke=\"#999\" stroke-width=\"1\"/>\n");
     put_overlays(out, h, left, top, side);
   }
-  double line = top + matrix_size + 6 + kNoteFont;
+  double line = top + cell.matrix_height + 6 + kNoteFont;
   for (const std::string& note : h.notes) {
     put_text(out, x + kPad, line, kNoteFont, "", note);
     line += kNoteRow;

@@ -60,7 +60,8 @@ struct HeatmapOptions {
 std::string heat_color(double v);
 
 // A complete standalone SVG document: the rows of panels (each cell as large as the largest
-// panel, a matrix's cells square and as large as fit matrix_size), then the colour bar. Cells
+// panel, a matrix's cells square and as large as fit matrix_size; the matrices take a band
+// matrix_size high, or less when every matrix is wider than tall), then the colour bar. Cells
 // are <rect class="cell" ...>, one per value. Throws Error when there are no panels, when a
 // panel has rows or columns below 1 without `missing`, when its values are not rows x columns
 // many, when a value is NaN or outside [0, 1], when an overlay's rows and columns differ in

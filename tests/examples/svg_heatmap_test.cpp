@@ -207,3 +207,23 @@ TEST(RenderHeatmap, OverlaysOutsideTheMatrixOrMismatchedAreRefused) {
 
 }  // namespace
 }  // namespace gradflow::plot
+
+namespace gradflow::plot {
+namespace {
+
+TEST(RenderHeatmap, AWideMatrixTakesOnlyItsOwnHeight) {
+  // 1 x 4 at matrix_size 100: cells of 25 px, a strip 25 px high where a 4 x 4 takes 100.
+  auto height = [](int64_t rows) {
+    Heatmap map{.title = "t",
+                .rows = rows,
+                .columns = 4,
+                .values = std::vector<double>(static_cast<size_t>(rows * 4), 0.5)};
+    const std::string svg = render_heatmap_grid({{.panels = {map}}}, {.matrix_size = 100});
+    return std::stod(svg.substr(svg.find("height=\"") + 8));
+  };
+  EXPECT_EQ(height(4) - height(1), 75);
+  EXPECT_EQ(height(4), height(5));  // tall: matrix_size, as before
+}
+
+}  // namespace
+}  // namespace gradflow::plot
