@@ -30,7 +30,25 @@ void put(std::string& out, const Parts&... parts) {
 
 std::string num(double v) { return format_number(v); }
 
+void check_overlays(const Heatmap& h) {
+  for (const HeatmapOverlay& o : h.overlays) {
+    if (!h.missing.empty())
+      fail("render_heatmap_grid: panel '", h.title, "' is missing but has overlay '", o.label, "'");
+    if (o.rows.size() != o.columns.size())
+      fail("render_heatmap_grid: overlay '", o.label, "' of panel '", h.title, "' has ",
+           o.rows.size(), " rows but ", o.columns.size(), " columns");
+    for (size_t i = 0; i < o.rows.size(); ++i) {
+      const double r = o.rows[i], c = o.columns[i];
+      if (!(r >= 0 && r <= static_cast<double>(h.rows) && c >= 0 &&
+            c <= static_cast<double>(h.columns)))  // NaN fails too
+        fail("render_heatmap_grid: overlay '", o.label, "' of panel '", h.title, "' has point (", r,
+             ", ", c, ") outside its ", h.rows, " x ", h.columns, " matrix");
+    }
+  }
+}
+
 void check_panel(const Heatmap& h) {
+  check_overlays(h);
   if (!h.missing.empty()) {
     if (h.rows != 0 || h.columns != 0 || !h.values.empty()) {
       fail("render_heatmap_grid: panel '", h.title, "' says '", h.missing,
@@ -61,8 +79,21 @@ void check_panel(const Heatmap& h) {
 // widest title or note, tall enough for the most notes.
 struct Cell {
   double width = 0, height = 0;
+  double matrix_height = 0;  // the band the matrices take: matrix_size, less for wide ones
   size_t notes = 0;
 };
+
+// Whole pixels per cell of h's matrix, so neighbouring cells meet without hairline gaps.
+double cell_side(const Heatmap& h, double matrix_size) {
+  return std::max(1.0, std::floor(matrix_size / static_cast<double>(std::max(h.rows, h.columns))));
+}
+
+// A matrix wider than tall takes only its own height (a 5 x 61 grid is a strip, not a square
+// with empty space beneath); square, tall and missing panels take matrix_size, as always.
+double matrix_height(const Heatmap& h, double matrix_size) {
+  if (!h.missing.empty() || h.rows >= h.columns) return matrix_size;
+  return cell_side(h, matrix_size) * static_cast<double>(h.rows);
+}
 
 Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
   Cell c;
@@ -73,11 +104,12 @@ Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
       for (const std::string& note : h.notes)
         content = std::max(content, text_width(note, kNoteFont));
       c.notes = std::max(c.notes, h.notes.size());
+      c.matrix_height = std::max(c.matrix_height, matrix_height(h, matrix_size));
     }
   }
   c.width = std::ceil(content + 2 * kPad);
   c.height =
-      std::ceil(kTitleBand + matrix_size + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
+      std::ceil(kTitleBand + c.matrix_height + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
   return c;
 }
 
@@ -85,6 +117,25 @@ void put_text(std::string& out, double x, double y, double size, std::string_vie
               std::string_view body) {
   put(out, "<text x=\"", num(x), "\" y=\"", num(y), "\" font-size=\"", num(size), "\"", extra, ">",
       escape_xml(body), "</text>\n");
+}
+
+// The panel's overlays, a point (r, c) at (left + c side, top + r side).
+void put_overlays(std::string& out, const Heatmap& h, double left, double top, double side) {
+  for (const HeatmapOverlay& o : h.overlays) {
+    put(out, "<g class=\"overlay\"><title>", escape_xml(o.label), "</title>\n");
+    std::string points;
+    for (size_t i = 0; i < o.rows.size(); ++i)
+      put(points, i ? " " : "", num(left + o.columns[i] * side), ",", num(top + o.rows[i] * side));
+    if (o.line && o.rows.size() > 1)
+      put(out, "<polyline points=\"", points, "\" fill=\"none\" stroke=\"", escape_xml(o.color),
+          "\" stroke-width=\"2\"/>\n");
+    if (o.markers)
+      for (size_t i = 0; i < o.rows.size(); ++i)
+        put(out, "<circle cx=\"", num(left + o.columns[i] * side), "\" cy=\"",
+            num(top + o.rows[i] * side), "\" r=\"", num(std::max(3.0, side / 3)), "\" fill=\"",
+            escape_xml(o.color), "\" stroke=\"#222\" stroke-width=\"1\"/>\n");
+    put(out, "</g>\n");
+  }
 }
 
 // One panel with its top-left corner at (x, y): the title, the matrix (square cells, as large
@@ -96,11 +147,10 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
            " text-anchor=\"middle\" font-weight=\"bold\"", h.title);
   const double top = y + kTitleBand;
   if (!h.missing.empty()) {
-    put_text(out, centre, top + matrix_size / 2, kNoteFont, " text-anchor=\"middle\"", h.missing);
+    put_text(out, centre, top + cell.matrix_height / 2, kNoteFont, " text-anchor=\"middle\"",
+             h.missing);
   } else {
-    // Whole pixels per cell, so neighbouring cells meet without hairline gaps.
-    const double side =
-        std::max(1.0, std::floor(matrix_size / static_cast<double>(std::max(h.rows, h.columns))));
+    const double side = cell_side(h, matrix_size);
     const double width = side * static_cast<double>(h.columns);
     const double left = std::round(centre - width / 2);
     for (int64_t i = 0; i < h.rows; ++i) {
@@ -114,8 +164,9 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
     put(out, "<rect class=\"matrix-frame\" x=\"", num(left), "\" y=\"", num(top), "\" width=\"",
         num(width), "\" height=\"", num(side * static_cast<double>(h.rows)),
         "\" fill=\"none\" stroke=\"#999\" stroke-width=\"1\"/>\n");
+    put_overlays(out, h, left, top, side);
   }
-  double line = top + matrix_size + 6 + kNoteFont;
+  double line = top + cell.matrix_height + 6 + kNoteFont;
   for (const std::string& note : h.notes) {
     put_text(out, x + kPad, line, kNoteFont, "", note);
     line += kNoteRow;

@@ -23,6 +23,17 @@
 
 namespace gradflow::plot {
 
+// Lines or markers drawn over a matrix, in cell units: (row r, column c) is the point r cells
+// down and c cells across from the matrix's top-left corner, so a cell's centre is (i + 0.5,
+// j + 0.5). Say a predicted curve over a grid of settings.
+struct HeatmapOverlay {
+  std::string label{};                    // Kept as the overlay's SVG <title> (shown on hover).
+  std::vector<double> rows{}, columns{};  // Same length; each point inside the matrix.
+  std::string color = "#d55e00";          // A CSS colour.
+  bool line = true;                       // A polyline through the points in order.
+  bool markers = false;                   // A dot with a dark outline at each point.
+};
+
 struct Heatmap {
   std::string title{};
   std::vector<std::string> notes{};  // Lines beneath the matrix, one text line each.
@@ -31,6 +42,7 @@ struct Heatmap {
   // When not empty, the panel shows this text instead of a matrix (say "diverged"), and
   // rows, columns and values must be 0, 0 and empty.
   std::string missing{};
+  std::vector<HeatmapOverlay> overlays{};  // Drawn over the cells, in order.
 };
 
 // One row of panels, left to right, under an optional heading.
@@ -48,10 +60,13 @@ struct HeatmapOptions {
 std::string heat_color(double v);
 
 // A complete standalone SVG document: the rows of panels (each cell as large as the largest
-// panel, a matrix's cells square and as large as fit matrix_size), then the colour bar. Cells
+// panel, a matrix's cells square and as large as fit matrix_size; the matrices take a band
+// matrix_size high, or less when every matrix is wider than tall), then the colour bar. Cells
 // are <rect class="cell" ...>, one per value. Throws Error when there are no panels, when a
 // panel has rows or columns below 1 without `missing`, when its values are not rows x columns
-// many, when a value is NaN or outside [0, 1], or when matrix_size is not a finite number of at
+// many, when a value is NaN or outside [0, 1], when an overlay's rows and columns differ in
+// length or hold a point that is not finite or lies outside the matrix (or the panel is
+// `missing`), or when matrix_size is not a finite number of at
 // least 10 pixels.
 std::string render_heatmap_grid(const std::vector<HeatmapRow>& rows,
                                 const HeatmapOptions& options = {});

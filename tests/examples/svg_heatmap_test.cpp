@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -132,6 +133,96 @@ TEST(RenderHeatmap, BadInputThrowsAClearError) {
               }).find("matrix_size"),
               std::string::npos)
         << size;
+}
+
+}  // namespace
+}  // namespace gradflow::plot
+
+namespace gradflow::plot {
+namespace {
+
+// The number after `key="` in the first element of `svg` that starts with `element`.
+double attribute(const std::string& svg, const std::string& element, const std::string& key) {
+  const size_t at = svg.find(element);
+  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
+  const size_t value = svg.find(key + "=\"", at) + key.size() + 2;
+  return std::stod(svg.substr(value));
+}
+
+TEST(RenderHeatmap, OverlaysAreDrawnInCellUnitsOverTheMatrix) {
+  Heatmap map = two_by_three();
+  map.overlays = {{.label = "prediction <1>", .rows = {0.5, 1.5}, .columns = {0, 3}},
+                  {.label = "measured",
+                   .rows = {1},
+                   .columns = {1.5},
+                   .color = "#fff",
+                   .line = false,
+                   .markers = true}};
+  const std::string svg = render_heatmap_grid({{.panels = {map}}});
+  const double left = attribute(svg, "<rect class=\"matrix-frame\"", "x");
+  const double top = attribute(svg, "<rect class=\"matrix-frame\"", "y");
+  const double side = attribute(svg, "<rect class=\"cell\"", "width");
+  ASSERT_GT(side, 1);
+  // The line: (row 0.5, column 0) is half a cell down the left edge; (1.5, 3) on the right edge.
+  const size_t points = svg.find("<polyline points=\"");
+  ASSERT_NE(points, std::string::npos);
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  ASSERT_EQ(std::sscanf(svg.c_str() + points + 18, "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1), 4);
+  EXPECT_NEAR(x0, left, 1e-6);
+  EXPECT_NEAR(y0, top + 0.5 * side, 1e-6);
+  EXPECT_NEAR(x1, left + 3 * side, 1e-6);
+  EXPECT_NEAR(y1, top + 1.5 * side, 1e-6);
+  EXPECT_EQ(count(svg, "<polyline"), 1u);  // the markers-only overlay draws no line
+  // The marker: row 1, column 1.5, in its own colour, after the cells (drawn over them).
+  EXPECT_NEAR(attribute(svg, "<circle", "cx"), left + 1.5 * side, 1e-6);
+  EXPECT_NEAR(attribute(svg, "<circle", "cy"), top + side, 1e-6);
+  EXPECT_NE(svg.find("fill=\"#fff\" stroke=\"#222\""), std::string::npos);
+  EXPECT_GT(svg.find("<circle"), svg.rfind("<rect class=\"cell\""));
+  EXPECT_NE(svg.find("<title>prediction &lt;1&gt;</title>"), std::string::npos);
+  EXPECT_EQ(count(svg, "<g class=\"overlay\">"), 2u);
+}
+
+TEST(RenderHeatmap, OverlaysOutsideTheMatrixOrMismatchedAreRefused) {
+  auto with = [](HeatmapOverlay o) {
+    Heatmap map = two_by_three();
+    map.overlays = {o};
+    return [map] { render_heatmap_grid({{.panels = {map}}}); };
+  };
+  EXPECT_NE(error_of(with({.label = "far", .rows = {2.5}, .columns = {0}})).find("outside"),
+            std::string::npos);
+  EXPECT_NE(error_of(with({.label = "left", .rows = {0}, .columns = {-0.1}})).find("outside"),
+            std::string::npos);
+  EXPECT_NE(error_of(with({.label = "nan",
+                           .rows = {std::numeric_limits<double>::quiet_NaN()},
+                           .columns = {0}}))
+                .find("outside"),
+            std::string::npos);
+  EXPECT_NE(error_of(with({.label = "short", .rows = {0, 1}, .columns = {0}})).find("2 rows"),
+            std::string::npos);
+  Heatmap missing{.title = "diverged", .missing = "diverged"};
+  missing.overlays = {{.label = "line", .rows = {0}, .columns = {0}}};
+  EXPECT_NE(error_of([&] { render_heatmap_grid({{.panels = {missing}}}); }).find("missing"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gradflow::plot
+
+namespace gradflow::plot {
+namespace {
+
+TEST(RenderHeatmap, AWideMatrixTakesOnlyItsOwnHeight) {
+  // 1 x 4 at matrix_size 100: cells of 25 px, a strip 25 px high where a 4 x 4 takes 100.
+  auto height = [](int64_t rows) {
+    Heatmap map{.title = "t",
+                .rows = rows,
+                .columns = 4,
+                .values = std::vector<double>(static_cast<size_t>(rows * 4), 0.5)};
+    const std::string svg = render_heatmap_grid({{.panels = {map}}}, {.matrix_size = 100});
+    return std::stod(svg.substr(svg.find("height=\"") + 8));
+  };
+  EXPECT_EQ(height(4) - height(1), 75);
+  EXPECT_EQ(height(4), height(5));  // tall: matrix_size, as before
 }
 
 }  // namespace
