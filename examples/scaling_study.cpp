@@ -355,7 +355,7 @@ int run(int argc, char** argv) {
   std::vector<study::FinalRow> sgd, lr;
   std::vector<study::WidthRow> width;
   study::DepthTrainResult depth_train;
-  study::LengthTrainResult length;
+  study::LengthResult length;
   std::map<std::string, double> seconds;
   // Runs a part if asked for, timing it; the cheap parts first.
   auto part = [&](const std::string& name, const std::function<void()>& body) {
@@ -373,7 +373,7 @@ int run(int argc, char** argv) {
     part("width", [&] { width = study::run_width(settings, width_options); });
     part("depth-train",
          [&] { depth_train = study::run_depth_train(settings, depth_train_options); });
-    part("length", [&] { length = study::run_length_train(settings, length_options); });
+    part("length", [&] { length = study::run_length(settings, length_options); });
   } catch (const study::Interrupted& stopped) {
     bar.reset();  // ends its line
     std::fflush(stdout);

@@ -20,13 +20,6 @@ LengthOptions length_options(const Settings& settings) {
 
 namespace {
 
-std::string verdict_word(const Verdict& v) {
-  return v.verdict == "holds"           ? "holds"
-         : v.verdict == "partly holds"  ? "holds in part"
-         : v.verdict == "does not hold" ? "does not hold"
-                                        : "is unclear";
-}
-
 // Accuracy and top-1 mass against the test length, one line per mode.
 PlotFile length_train_plot(const std::vector<LengthTestRow>& rows, const LengthOptions& o) {
   std::vector<plot::Figure> panels;
@@ -54,19 +47,106 @@ PlotFile length_train_plot(const std::vector<LengthTestRow>& rows, const LengthO
               "trained length with its 95% interval (C18)."};
 }
 
+// The three claims at initialisation and their findings, before training's.
+void add_untrained(Section& sec, const LengthOptions& o, const LengthResult& r) {
+  if (r.init.empty()) return;
+  const Verdict c16 = dispersion_claim(r.init), c17 = log_n_claim(r.init, o.init.built_len);
+  const std::vector<CriticalFit> fits =
+      critical_fits(r.critical, o.critical.tokens, o.critical.dim);
+  const Verdict c19 = critical_claim(fits);
+  sec.claims.insert(sec.claims.end(), {c16, c17, c19});
+  sec.findings.push_back(
+      {"As the number of keys grows, a fixed scale " +
+           std::string(c16.verdict == "does not hold" ? "does not disperse" : "disperses") +
+           " attention and log-n scaling " +
+           (c17.verdict == "holds" ? "keeps it sharp" : "does not keep it sharp"),
+       "C16 (" + c16.verdict + "): " + c16.measured + ". C17 (" + c17.verdict +
+           "): " + c17.measured + ".",
+       "length_init.svg"});
+  sec.findings.push_back({"The critical factor of gamma log n " +
+                              std::string(c19.verdict == "holds"          ? "matches"
+                                          : c19.verdict == "partly holds" ? "matches in part"
+                                                                          : "does not match") +
+                              " 1/(1 - rho) at toy scale",
+                          "C19: " + c19.measured + ". " + c19.reason + ".", "length_critical.svg"});
+  std::ostringstream md;
+  md << "### Attention against the number of keys, at initialisation\n\n"
+     << "One query and n keys in d_k = " << o.init.d_k << " dimensions, entries N(0, 1), "
+     << o.init.draws
+     << " draws per n shared by every mode; the planted case replaces key 0 by a copy of the "
+        "query. ssmax is built for L = "
+     << o.init.built_len << " (its s log L = 1/sqrt(d_k)). Mean +- standard error over draws.\n\n"
+     << "| mode | n | top weight | entropy / log n | planted mass |\n|---|---|---|---|---|\n";
+  for (const LengthInitRow& row : r.init)
+    if (row.n == o.init.ns.front() || row.n == o.init.built_len || row.n == o.init.ns.back())
+      md << "| " << row.mode << " | " << row.n << " | " << significant(row.max_weight.mean, 3)
+         << " +- " << significant(row.max_weight.se, 2) << " | "
+         << significant(row.entropy_norm.mean, 3) << " +- " << significant(row.entropy_norm.se, 2)
+         << " | " << significant(row.planted_mass.mean, 3) << " +- "
+         << significant(row.planted_mass.se, 2) << " |\n";
+  md << "\nEvery n is in `length_metrics.csv`.\n\n### The critical factor\n\n"
+     << "A pre-LN attention layer with identity projections on " << o.critical.tokens
+     << " unit tokens of pairwise correlation rho in " << o.critical.dim
+     << " dimensions, logits gamma log(n) <x_i, x_j>, " << o.critical.draws
+     << " draws; gamma* is where the mean angle between input and output falls to half its "
+        "gamma = 0 value (95% bootstrap interval over draws); `toy` is the same argument "
+        "worked out at this n and dimension.\n\n"
+     << "| rho | 1/(1 - rho) | measured gamma* | toy |\n|---|---|---|---|\n";
+  for (const CriticalFit& f : fits)
+    md << "| " << significant(f.rho, 2) << " | " << significant(f.predicted, 3) << " | "
+       << significant(f.measured.mean, 3) << " [" << significant(f.measured.lo, 3) << ", "
+       << significant(f.measured.hi, 3) << "] | " << significant(f.toy, 3) << " |\n";
+  md << "\n";
+  sec.markdown += md.str();
+  sec.csvs.push_back(length_metrics_csv(r.init));
+  sec.csvs.push_back(critical_csv(r.critical));
+  sec.plots.push_back(length_init_plot(r.init));
+  sec.plots.push_back(critical_plot(r.critical, fits));
+}
+
 }  // namespace
 
-Section length_section(const LengthOptions& o, const LengthTrainResult& train) {
+LengthResult run_length(const Settings& settings, const LengthOptions& o) {
+  LengthResult r;
+  r.init = measure_length_init(o.init, settings.seed);
+  r.critical = measure_critical(o.critical, settings.seed);
+  r.train = run_length_train(settings, o);
+  return r;
+}
+
+Section length_section(const LengthOptions& o, const LengthResult& result) {
   Section sec{.part = "length"};
+  sec.markdown = "## length: the scale and the number of keys\n\n";
+  add_untrained(sec, o, result);
+  const LengthTrainResult& train = result.train;
   if (train.rows.empty()) return sec;
-  sec.claims = {extrapolation_claim(train.rows, o)};
+  sec.claims.push_back(extrapolation_claim(train.rows, o));
   const Verdict& c18 = sec.claims.back();
-  sec.findings.push_back({"Trained short and tested long, log-n scaling " + verdict_word(c18) +
-                              " to extend further than 1/sqrt(d_k)",
-                          "C18: " + c18.measured + ". " + c18.reason + ".", "length_train.svg"});
+  // What the log-n modes do to the trained answer's attention at the
+  // longest test, beside what they do to its accuracy.
+  // Sharper: every log-n mode's paired difference in top-1 mass above 0,
+  // its whole 95% interval.
+  std::ostringstream sharp;
+  const int64_t longest = o.test_pairs.back();
+  bool sharper = true;
+  for (const std::string& mode : o.modes)
+    if (mode != kDefaultMode) {
+      const Interval d =
+          length_difference(train.rows, mode, kDefaultMode, longest, &LengthTestRow::top1_mass);
+      sharper = sharper && d.lo > 0;
+      sharp << " At " << longest << " pairs the answer layer's top-1 mass of " << mode
+            << " minus 1/sqrt(d_k)'s, paired by seed: " << interval_text(d, 3) << ".";
+    }
+  const std::string extends = c18.verdict == "holds" ? "extends further than 1/sqrt(d_k)"
+                              : c18.verdict == "partly holds"
+                                  ? "extends further than 1/sqrt(d_k) in part"
+                                  : "extends no further than 1/sqrt(d_k)";
+  sec.findings.push_back({"Trained short and tested long, log-n scaling " + extends +
+                              (sharper ? ", though it keeps the answer's attention sharper" : ""),
+                          "C18: " + c18.measured + ". " + c18.reason + "." + sharp.str(),
+                          "length_train.svg"});
   std::ostringstream md;
-  md << "## length: the scale and the number of keys\n\n"
-     << "### Train short, test long\n\n"
+  md << "### Train short, test long\n\n"
      << "Recall with " << o.task.recall.n_keys << " keys and " << o.task.recall.n_values
      << " values, " << o.task.recall.queries << " queries, RoPE positions (a learned table has "
      << "no rows past the trained length), d_k " << o.d_k << ", trained at " << o.task.recall.pairs
@@ -100,7 +180,7 @@ Section length_section(const LengthOptions& o, const LengthTrainResult& train) {
          << " | " << interval_text(interval_of_finite(values.second), 3) << " |\n";
   }
   md << "\n";
-  sec.markdown = md.str();
+  sec.markdown += md.str();
   std::vector<CsvRow> rows;
   for (const LengthTestRow& r : train.rows)
     rows.push_back({r.run.task, r.run.mode, r.run.seed, r.train_len, r.test_len,

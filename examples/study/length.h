@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/study/length_probe.h"
 #include "examples/study/study.h"
 
 namespace gradflow::study {
@@ -30,6 +31,8 @@ struct LengthOptions {
   // Many: the modes are compared on the seeds where both solved the trained
   // length, 7 or 8 of 10 for each mode.
   int64_t seeds = 20;
+  LengthInitOptions init{};
+  CriticalOptions critical{};
 };
 // --seeds and --steps replace the part's own.
 LengthOptions length_options(const Settings& settings);
@@ -41,11 +44,22 @@ struct LengthTrainResult {
 };
 LengthTrainResult run_length_train(const Settings& settings, const LengthOptions& options);
 
-// Mode a's accuracy minus mode b's at `pairs`, paired by seed (t-interval).
+// The whole part: the measurements at initialisation, the critical factor
+// and the training.
+struct LengthResult {
+  std::vector<LengthInitRow> init;
+  std::vector<CriticalRow> critical;
+  LengthTrainResult train;
+};
+LengthResult run_length(const Settings& settings, const LengthOptions& options);
+
+// Mode a's accuracy (or `field`) minus mode b's at `pairs`, paired by seed
+// over the seeds where both solved the trained length (t-interval).
 Interval length_difference(const std::vector<LengthTestRow>& rows, const std::string& a,
-                           const std::string& b, int64_t pairs);
+                           const std::string& b, int64_t pairs,
+                           double LengthTestRow::*field = &LengthTestRow::accuracy);
 Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const LengthOptions& options);
 
-Section length_section(const LengthOptions& options, const LengthTrainResult& train);
+Section length_section(const LengthOptions& options, const LengthResult& result);
 
 }  // namespace gradflow::study

@@ -272,7 +272,7 @@ PlotFile critical_plot(const std::vector<CriticalRow>& rows, const std::vector<C
                "orange line: the prediction gamma* = 1/(1 - rho); white dots: measured gamma*"};
   return {"length_critical.svg",
           plot::render_heatmap_grid({{.panels = {map}}},
-                                    {.matrix_size = 12.0 * static_cast<double>(gammas.size()),
+                                    {.matrix_size = 16.0 * static_cast<double>(gammas.size()),
                                      .legend = "angle / angle at gamma 0"}),
           "One pre-LN attention layer with identity projections on n unit tokens of pairwise "
           "correlation rho, logits times gamma log n: the mean angle between each token and its "

@@ -116,18 +116,19 @@ namespace {
 
 // mode's accuracy at `pairs`, by seed, of the runs that solved the trained length.
 std::map<int64_t, double> by_seed(const std::vector<LengthTestRow>& rows, const std::string& mode,
-                                  int64_t pairs) {
+                                  int64_t pairs, double LengthTestRow::*field) {
   std::map<int64_t, double> out;
   for (const LengthTestRow& r : rows)
-    if (r.run.mode == mode && r.pairs == pairs && r.solved) out[r.run.seed] = r.accuracy;
+    if (r.run.mode == mode && r.pairs == pairs && r.solved) out[r.run.seed] = r.*field;
   return out;
 }
 
 }  // namespace
 
 Interval length_difference(const std::vector<LengthTestRow>& rows, const std::string& a,
-                           const std::string& b, int64_t pairs) {
-  const std::map<int64_t, double> x = by_seed(rows, a, pairs), y = by_seed(rows, b, pairs);
+                           const std::string& b, int64_t pairs, double LengthTestRow::*field) {
+  const std::map<int64_t, double> x = by_seed(rows, a, pairs, field),
+                                  y = by_seed(rows, b, pairs, field);
   std::vector<double> xs, ys;
   for (const auto& [seed, v] : x)
     if (y.count(seed) && std::isfinite(v) && std::isfinite(y.at(seed)))

@@ -56,6 +56,9 @@ const std::vector<std::string>& study_files() {
                                                  "sgd_sweep.csv",
                                                  "width_sweep.csv",
                                                  "depth_train.csv",
+                                                 "length_metrics.csv",
+                                                 "length_train.csv",
+                                                 "length_critical.csv",
                                                  "logit_std.svg",
                                                  "softmax_shape.svg",
                                                  "layer_gradients.svg",
@@ -74,7 +77,10 @@ const std::vector<std::string>& study_files() {
                                                  "width_best_lr.svg",
                                                  "depth_train_loss.svg",
                                                  "gradient_and_update.svg",
-                                                 "attention_maps.svg"};
+                                                 "attention_maps.svg",
+                                                 "length_init.svg",
+                                                 "length_train.svg",
+                                                 "length_critical.svg"};
   return files;
 }
 
@@ -96,7 +102,7 @@ void write_csv(const std::string& dir, const CsvFile& file) {
 // figure to open; the train part's first, as a student should read them.
 void findings_section(std::ostringstream& md, const std::vector<Section>& sections) {
   std::vector<const Finding*> all;
-  for (const char* part : {"train", "sgd", "init", "depth", "lr", "width", "depth-train"})
+  for (const char* part : {"train", "sgd", "init", "depth", "lr", "width", "depth-train", "length"})
     for (const Section& s : sections)
       if (s.part == part)
         for (const Finding& f : s.findings) all.push_back(&f);
@@ -122,13 +128,17 @@ void claims_section(std::ostringstream& md, const std::vector<Verdict>& verdicts
         md << "| " << v.id << " | " << v.claim << " | **" << v.verdict << "** |\n";
     md << "\n";
   };
-  md << "## Identities at initialisation\n\n"
-        "Facts about random vectors that the seeds state, checked on many independent draws "
-        "by an equivalence test: a measured variance must be shown within 5% of its formula, "
-        "with draws enough that a true identity fails in fewer than 1% of base seeds. They "
-        "are arithmetic, not findings about training; C3 and C4 each also make a claim "
-        "below.\n\n";
-  table(true);
+  const bool any_identity =
+      std::any_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.identity; });
+  if (any_identity) {
+    md << "## Identities at initialisation\n\n"
+          "Facts about random vectors that the seeds state, checked on many independent draws "
+          "by an equivalence test: a measured variance must be shown within 5% of its formula, "
+          "with draws enough that a true identity fails in fewer than 1% of base seeds. They "
+          "are arithmetic, not findings about training; C3 and C4 each also make a claim "
+          "below.\n\n";
+    table(true);
+  }
   md << "## The claims\n\n";
   table(false);
   for (const Verdict& v : verdicts)

@@ -105,5 +105,38 @@ TEST(LengthTrain, ExtrapolationClaimFollowsThePairedDifferences) {
   EXPECT_NEAR(length_difference(better, "ssmax", "inv_sqrt_dk", 16).mean, 0.2, 1e-12);
 }
 
+TEST(LengthSection, HoldsTheFourClaimsTheirFilesAndFindings) {
+  LengthOptions o;
+  o.init = {.d_k = 16, .built_len = 16, .ns = {8, 16, 32, 64}, .draws = 20};
+  o.critical = {
+      .tokens = 16, .dim = 32, .draws = 3, .rhos = {0.2, 0.6}, .gammas = gamma_grid(0, 4, 0.5)};
+  o.seeds = 8;
+  LengthResult r{
+      .init = measure_length_init(o.init, 1),
+      .critical = measure_critical(o.critical, 1),
+      .train = {.finals = {},
+                .rows = synthetic({{"inv_sqrt_dk", 0}, {"log_n", 0.2}, {"ssmax", 0.2}}, 8)}};
+  const Section sec = length_section(o, r);
+  EXPECT_EQ(sec.part, "length");
+  std::vector<std::string> ids, csvs, plots;
+  for (const Verdict& v : sec.claims) ids.push_back(v.id);
+  for (const CsvFile& f : sec.csvs) csvs.push_back(f.name);
+  for (const PlotFile& p : sec.plots) plots.push_back(p.name);
+  EXPECT_EQ(ids, (std::vector<std::string>{"C16", "C17", "C19", "C18"}));
+  EXPECT_EQ(csvs, (std::vector<std::string>{"length_metrics.csv", "length_critical.csv",
+                                            "length_train.csv"}));
+  EXPECT_EQ(plots, (std::vector<std::string>{"length_init.svg", "length_critical.svg",
+                                             "length_train.svg"}));
+  ASSERT_EQ(sec.findings.size(), 3u);
+  // The synthetic rows lift both log-n modes by 20 points with equal
+  // top-1 mass: C18 holds, and the title does not claim a sharper answer.
+  EXPECT_EQ(sec.claims.back().verdict, "holds");
+  EXPECT_EQ(sec.findings.back().title,
+            "Trained short and tested long, log-n scaling extends further than 1/sqrt(d_k)");
+  for (const char* heading : {"### Attention against the number of keys", "### The critical factor",
+                              "### Train short, test long"})
+    EXPECT_NE(sec.markdown.find(heading), std::string::npos) << heading;
+}
+
 }  // namespace
 }  // namespace gradflow::study
