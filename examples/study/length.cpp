@@ -151,7 +151,10 @@ Section length_section(const LengthOptions& o, const LengthResult& result) {
      << " values, " << o.task.recall.queries << " queries, RoPE positions (a learned table has "
      << "no rows past the trained length), d_k " << o.d_k << ", trained at " << o.task.recall.pairs
      << " pairs for at most " << o.task.steps << " steps (stopping at 99% held out), " << o.seeds
-     << " seeds; then evaluated on 256 fresh sequences at each length. Held-out accuracy, "
+     << " seeds; then evaluated on 256 fresh sequences at each length. Accuracy at a longer "
+        "length mixes two effects this part does not separate: attention dispersing over more "
+        "keys, which log n addresses, and RoPE at distances training never saw. Held-out "
+        "accuracy, "
         "and the answer layer's top-1 attention mass (its largest weight at each answer's "
         "query), mean +- the 95% t-interval over the seeds that solved the trained length "
         "(99% of its 1024 held-out answers): ";
