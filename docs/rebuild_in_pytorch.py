@@ -7,7 +7,7 @@
 # Usage: python3 rebuild_in_pytorch.py MODEL.safetensors BATCH.safetensors
 # MODEL is a gradflow model.safetensors: an EncoderDecoder (seq2seq) or a
 # DecoderLM (charlm), told apart by its parameter names; its options come
-# from its metadata: positional learned|rope, head_dim, norm pre|post,
+# from its metadata: positional learned|rope|alibi, head_dim, norm pre|post,
 # activation gelu|relu, scale (the fixed ones, learned, log_n, ssmax); any
 # other is refused by name. BATCH holds gradflow's float32 logits (B, T, V) and
 #   for an EncoderDecoder: int64 src (B, S), tgt_in, tgt_out (B, T) and
@@ -63,7 +63,8 @@ B, _ = load(sys.argv[2])
 H = int(meta["config.heads"])
 LAYERS = int(meta["config.layers"])
 HEAD_DIM = int(meta.get("config.head_dim", "0"))  # 0: C / H
-ROPE = meta.get("config.positional", "learned") == "rope"
+POSITIONAL = meta.get("config.positional", "learned")
+ROPE, ALIBI = POSITIONAL == "rope", POSITIONAL == "alibi"
 POST_LN = meta.get("config.norm", "pre") == "post"
 ACT = F.relu if meta.get("config.activation") == "relu" else F.gelu
 SCALE = meta.get("config.scale", "inv_sqrt_dk")
@@ -73,8 +74,8 @@ if SCALE.startswith("const:"): FIXED[SCALE] = lambda d: float(SCALE[6:])
 # An allow-list: a mode or scheme this script does not know is refused by name.
 if SCALE not in FIXED and SCALE not in ("learned", "log_n", "ssmax"):
     fail(f"scale {SCALE} is not rebuilt here (the fixed ones, learned, log_n and ssmax are)")
-if meta.get("config.positional", "learned") not in ("learned", "rope"):
-    fail(f"positional {meta['config.positional']} is not rebuilt here (learned and rope are)")
+if POSITIONAL not in ("learned", "rope", "alibi"):
+    fail(f"positional {POSITIONAL} is not rebuilt here (learned, rope and alibi are)")
 ENCODER_DECODER = "encoder.layers.0.self_attn.q_proj.weight" in W  # else a DecoderLM: no encoder
 if "lm_head.weight" not in W or "decoder.layers.0.self_attn.q_proj.weight" not in W:
     fail(f"{sys.argv[1]} is neither an EncoderDecoder nor a DecoderLM")
@@ -86,6 +87,10 @@ def rope(x):  # x (B, H, T, D): pair (2i, 2i+1) at position p turns by p * 10000
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     x0, x1 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
+def alibi(t, s):  # (H, T, S): -m_h |i - j|, slopes m_h = 2^(-8 (h + 1) / H)
+    slopes = 2.0 ** (-8.0 * torch.arange(1, H + 1, dtype=torch.float64) / H)
+    distance = (torch.arange(t)[:, None] - torch.arange(s)[None, :]).abs().to(torch.float64)
+    return (-slopes[:, None, None] * distance).to(torch.float32)
 def scaled(q, p, mask, s):  # q (B, H, T, D) times the scale mode's factor
     d = q.shape[-1]
     if SCALE in FIXED: return q * FIXED[SCALE](d)
@@ -95,32 +100,33 @@ def scaled(q, p, mask, s):  # q (B, H, T, D) times the scale mode's factor
     log_n = n.to(q.dtype).log()  # broadcasts to (B, H, T, 1)
     if SCALE == "log_n": return q * log_n / math.sqrt(d)
     return q * W[p + ".ssmax.s"].view(1, H, 1, 1) * log_n  # ssmax: s per head
-def attn(x, mem, p, mask, turn):  # mask True = hidden; every row must see a key (else NaN here, 0 in gradflow)
+def attn(x, mem, p, mask, positions):  # mask True = hidden; every row must see a key (else NaN here, 0 in gradflow)
     b, t, c = x.shape; s = mem.shape[1]; d = HEAD_DIM or c // H
     q = lin(x, p + ".q_proj").view(b, t, H, d).transpose(1, 2)
     k = lin(mem, p + ".k_proj").view(b, s, H, d).transpose(1, 2)
     v = lin(mem, p + ".v_proj").view(b, s, H, d).transpose(1, 2)
     q = scaled(q, p, mask, s)
-    if turn: q, k = rope(q), rope(k)
+    if positions and ROPE: q, k = rope(q), rope(k)
     logits = q @ k.transpose(-2, -1)
+    if positions and ALIBI: logits = logits + alibi(t, s)
     if mask is not None: logits = logits.masked_fill(mask, float("-inf"))
     y = logits.softmax(-1) @ v
     return lin(y.transpose(1, 2).reshape(b, t, H * d), p + ".o_proj")
 def ff(x, p): return lin(ACT(lin(x, p + ".fc1")), p + ".fc2")
 def sub(x, norm, f): return ln(x + f(x), norm) if POST_LN else x + f(ln(x, norm))  # one residual sublayer
-def embed(ids): return W["embed.token.weight"][ids] + (0 if ROPE else W["embed.position.weight"][: ids.shape[1]])
+def embed(ids): return W["embed.token.weight"][ids] + (W["embed.position.weight"][: ids.shape[1]] if POSITIONAL == "learned" else 0)
 def causal(t): return torch.ones(t, t, dtype=torch.bool).triu(1)  # query i hides keys j > i
 def encoder(x, mask):
     for i in range(LAYERS):
         p = f"encoder.layers.{i}"
-        x = sub(x, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, ROPE))
+        x = sub(x, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, True))
         x = sub(x, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
     return x
 def decoder(y, mask, mem=None, mem_mask=None):  # with mem, each layer cross-attends to it
     for i in range(LAYERS):
         p = f"decoder.layers.{i}"
-        y = sub(y, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, ROPE))
-        if mem is not None:  # no rope across sequences
+        y = sub(y, p + ".self_attn_norm", lambda h: attn(h, h, p + ".self_attn", mask, True))
+        if mem is not None:  # no positions across sequences
             y = sub(y, p + ".cross_attn_norm", lambda h: attn(h, mem, p + ".cross_attn", mem_mask, False))
         y = sub(y, p + ".ff_norm", lambda h: ff(h, p + ".ff"))
     return y
@@ -147,7 +153,7 @@ def check(what, ours, theirs):  # -> largest |difference| and the scale, or exit
         fail(f"{what}: PyTorch's and gradflow's differ by up to {diff:.3g}, above {TOLERANCE:g} x {scale:.3g} ({sys.argv[1]})")
     return diff, scale
 kind = "EncoderDecoder" if ENCODER_DECODER else "DecoderLM"
-options = f"{'rope' if ROPE else 'learned'}, {'post' if POST_LN else 'pre'}-LN, {ACT.__name__}, head_dim {HEAD_DIM or 'C/H'}, scale {SCALE}"
+options = f"{POSITIONAL}, {'post' if POST_LN else 'pre'}-LN, {ACT.__name__}, head_dim {HEAD_DIM or 'C/H'}, scale {SCALE}"
 diff, scale = check("logits", logits, B["logits"])
 for name, ours in (("loss", loss), ("smoothed_loss", smoothed)):  # gradflow's, if the batch has them
     if name in B: check(name, ours, B[name])

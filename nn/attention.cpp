@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "nn/rope.h"
+#include "nn/positional_schemes.h"
 #include "tensor/index.h"
 
 namespace gradflow::nn {
@@ -61,11 +61,17 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
       register_module("v_proj", std::make_shared<Linear>(d_model, inner_, LinearOptions{}, init));
   o_proj =
       register_module("o_proj", std::make_shared<Linear>(inner_, d_model, LinearOptions{}, init));
-  // The built-in variants: the scale mode's (named after it), then rope.
+  // The built-in variants: the scale mode's, then the positional scheme's,
+  // each named after its mode or scheme.
   if (auto variant = config.scale.make_variant(
           {.d_k = d_k_, .heads = heads, .max_len = config.max_len, .init = init}))
     add_variant(config.scale.name(), variant);
-  if (config.rope) add_variant("rope", std::make_shared<Rope>(d_k_));
+  if (!config.positional.empty()) {
+    const PositionalScheme& scheme = positional_scheme(config.positional);
+    const PositionalContext at{.d_k = d_k_, .heads = heads};
+    if (scheme.check) scheme.check(at);
+    if (scheme.variant) add_variant(scheme.name, scheme.variant(at));
+  }
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {

@@ -69,7 +69,10 @@ struct AttentionConfig {
   // heads * head_dim and o maps it back (the scaling study varies d_k so).
   int64_t head_dim = 0;
   ScaleMode scale = {};  // 1/sqrt(d_k); a mode with a variant adds it (scale_modes.h)
-  bool rope = false;     // rotary position embeddings on q and k (rope.h), base 10000
+  // A positional scheme whose variant this layer adds (positional_schemes.h:
+  // "rope", "alibi"), or empty for none; a scheme without a variant adds
+  // nothing here.
+  std::string positional{};
   // The sequence length L the layer is built for: qk_l2norm's g starts at
   // log2(L^2 - L), ssmax's s at 1/(sqrt(d_k) log L). The models set it to
   // their max_len.

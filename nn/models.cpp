@@ -2,6 +2,7 @@
 
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/positional_schemes.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
 #include "tensor/index.h"
@@ -16,7 +17,7 @@ BlockConfig ModelConfig::block() const {
           .attention = {.heads = heads,
                         .head_dim = head_dim,
                         .scale = scale,
-                        .rope = positional == "rope",
+                        .positional = positional,
                         .max_len = max_len},
           .norm = norm,
           .activation = activation,
@@ -36,11 +37,9 @@ void ModelConfig::validate() const {
   if (head_dim < 0) fail("model config: head_dim must be >= 0, got ", head_dim);
   if (head_dim == 0 && d_model % heads != 0)
     fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
-  if (positional != "learned" && positional != "sinusoidal" && positional != "rope")
-    fail("model config: positional must be learned, sinusoidal or rope, got '", positional, "'");
+  const PositionalScheme& scheme = positional_scheme(positional);  // throws naming the choices
   const int64_t d_k = head_dim ? head_dim : d_model / heads;
-  if (positional == "rope" && d_k % 2 != 0)
-    fail("model config: rope turns pairs of dimensions, so d_k must be even, got ", d_k);
+  if (scheme.check) scheme.check({.d_k = d_k, .heads = heads});
   if (activation != "gelu" && activation != "relu")
     fail("model config: activation must be gelu or relu, got '", activation, "'");
   if (!(dropout >= 0 && dropout < 1))
@@ -49,10 +48,11 @@ void ModelConfig::validate() const {
 
 Embeddings::Embeddings(const ModelConfig& c, Init init) {
   token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, init));
-  if (c.positional == "learned")
+  const PositionalScheme::Table table = positional_scheme(c.positional).table;
+  if (table == PositionalScheme::Table::Learned)
     position = register_module(
         "position", std::make_shared<LearnedPositionalEmbedding>(c.max_len, c.d_model, init));
-  else if (c.positional == "sinusoidal")
+  else if (table == PositionalScheme::Table::Sinusoidal)
     sinusoid = register_module(
         "sinusoid", std::make_shared<SinusoidalPositionalEncoding>(c.max_len, c.d_model, init));
 }
@@ -62,7 +62,7 @@ Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
   Variable x = token->forward(ids);
   if (position) return position->forward(x, start);
   if (sinusoid) return sinusoid->forward(x, start);
-  return x;  // rope: the attention layers turn q and k by position
+  return x;  // rope, alibi: the attention layers see positions
 }
 
 EncoderDecoder::EncoderDecoder(const ModelConfig& c, Init init) : config_(c) {

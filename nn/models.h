@@ -25,8 +25,9 @@ struct ModelConfig {
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
   NormPlacement norm = NormPlacement::Pre;
   std::string activation = "gelu";  // or "relu"
-  // "learned" (a table), "sinusoidal" (fixed, no parameters) or "rope"
-  // (rotary embeddings on q and k of every self-attention layer; d_k even).
+  // A positional scheme (positional_schemes.h): "learned" (a table),
+  // "sinusoidal" (fixed, no parameters), "rope" (q and k turned in every
+  // self-attention layer; d_k even) or "alibi" (a distance bias on its logits).
   std::string positional = "learned";
   double dropout = 0;
 

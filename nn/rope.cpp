@@ -1,5 +1,7 @@
 #include "nn/rope.h"
 
+#include "nn/positional_schemes.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +46,10 @@ Rope::Rope(int64_t head_dim, RopeOptions options) : head_dim_(head_dim), base_(o
   if (head_dim <= 0 || head_dim % 2 != 0)
     fail("Rope: head_dim must be positive and even (pairs of dimensions turn), got ", head_dim);
   if (!(base_ > 1) || !std::isfinite(base_)) fail("Rope: base must be > 1, got ", base_);
+}
+
+std::shared_ptr<AttentionVariant> make_rope(const PositionalContext& context) {
+  return std::make_shared<Rope>(context.d_k);
 }
 
 std::string Rope::describe() const {

@@ -65,10 +65,11 @@ DecoderLayer::DecoderLayer(const BlockConfig& c, Init init) : config_(c) {
   self_attn = register_module("self_attn",
                               std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
   if (c.cross_attention) {
-    // The same config but rope: the queries' and the keys' positions are
-    // in two different sequences, so their difference means nothing.
+    // The same config but no positional scheme: the queries' and the keys'
+    // positions are in two different sequences, so their distance means
+    // nothing.
     AttentionConfig cross = c.attention;
-    cross.rope = false;
+    cross.positional.clear();
     cross_attn_norm = register_module("cross_attn_norm", norm_of(c, init));
     cross_attn =
         register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, cross, init));

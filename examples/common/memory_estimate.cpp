@@ -1,5 +1,7 @@
 #include "examples/common/memory_estimate.h"
 
+#include "nn/positional_schemes.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -87,7 +89,11 @@ double count_parameters(const TrainingShape& shape) {
   const double ff = 2 * s.c * s.f + s.f + s.c, norm = 2 * s.c;
   const double block = attention + ff + 2 * norm;       // nn/transformer.cpp
   const double cross_block = block + attention + norm;  // a decoder block with cross-attention
-  double p = s.v * s.c + (config.positional == "learned" ? s.max_len * s.c : 0) + norm;
+  double p = s.v * s.c +
+             (nn::positional_scheme(config.positional).table == nn::PositionalScheme::Table::Learned
+                  ? s.max_len * s.c
+                  : 0) +
+             norm;
   switch (shape.kind) {
     case ModelKind::kEncoderDecoder:
       p += s.layers * (block + cross_block) + s.c * s.v + s.v;
@@ -126,13 +132,14 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
       break;
     }
   }
-  const bool composed = shape.reference || shape.keeps_attention_weights;
+  const bool transformed = shape.keeps_attention_weights ||
+                           nn::positional_scheme(shape.config.positional).transforms_scores;
+  const bool composed = shape.reference || transformed;
   const Attention scores = attention_scores(shape, b);
   if (composed) {
     // A transform's output is one more tensor a layer keeps; --reference's
     // single node keeps fewer.
-    const double kept =
-        shape.keeps_attention_weights ? kScoresKeptTransformed : kScoresKeptReference;
+    const double kept = transformed ? kScoresKeptTransformed : kScoresKeptReference;
     floats += kept * scores.all + kScoresAtOnce * scores.largest;
   }
   if (shape.reference) floats += (src + tgt) * s.layers * (kReferenceC * s.c + kReferenceF * s.f);

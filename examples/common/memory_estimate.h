@@ -64,7 +64,7 @@ struct TrainingShape {
   int64_t classes = 0;     // encoder: the head's outputs (0: one logit per token over the vocab)
   bool reference = false;  // --reference: every fused op runs as its composed reference
   // A probe or a variant that transforms the scores: attention is composed
-  // (as it is for --scale learned and --reference), keeping (B, H, T, S) tensors.
+  // (as it is for --positional alibi and --reference), keeping (B, H, T, S) tensors.
   bool keeps_attention_weights = false;
   int64_t eval_batch = 0;  // the most sequences evaluated at once, without gradients (0: none)
 };

@@ -1,5 +1,7 @@
 #include "examples/common/run_flags.h"
 
+#include "nn/positional_schemes.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -106,9 +108,10 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
           "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
           "d-model to heads x head-dim)")
       .min(0);
-  run.add_choice("--positional", &f.positional, {"learned", "sinusoidal", "rope"},
-                 "positions: a learned table or fixed sinusoids added to the embeddings, or rotary "
-                 "embeddings turning q and k in every self-attention layer (no table)");
+  run.add_choice("--positional", &f.positional, nn::positional_names(),
+                 "positions: a learned table or fixed sinusoids added to the embeddings, rotary "
+                 "embeddings turning q and k, or ALiBi's distance bias on the logits, in every "
+                 "self-attention layer (nn/positional_schemes.h)");
   run.add_choice(
       "--norm", &f.norm, {"pre", "post"},
       "LayerNorm placement: before each sublayer (pre) or after its residual add (post)");
@@ -246,9 +249,13 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
                      " must be divisible by --heads " + std::to_string(flags.heads) +
                      " (or set --head-dim)");
   const int64_t d_k = flags.head_dim ? flags.head_dim : flags.d_model / flags.heads;
-  if (flags.positional == "rope" && d_k % 2 != 0)
-    throw UsageError("--positional rope turns pairs of dimensions: d_k (" + std::to_string(d_k) +
-                     ") must be even");
+  if (const auto check = nn::positional_scheme(flags.positional).check) {
+    try {
+      check({.d_k = d_k, .heads = flags.heads});
+    } catch (const Error& e) {
+      throw UsageError("--positional " + flags.positional + ": " + e.what());
+    }
+  }
   set_num_threads(flags.threads);
   set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several

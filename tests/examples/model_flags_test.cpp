@@ -43,7 +43,7 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
   f.dropout = 0;
   EXPECT_EQ(loop_options(f).parts, 2);
 
-  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--positional", "alibi"},
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--positional", "nope"},
                                               {"--norm", "sandwich"},
                                               {"--activation", "tanh"},
                                               {"--dropout", "1"},

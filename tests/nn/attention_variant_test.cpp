@@ -153,7 +153,7 @@ TEST(AttentionVariant, QAndKTransformsKeepTheFusedKernelAScoreTransformLeavesIt)
   Variable x(randn({2, 4, 8}, gen));
   MultiHeadAttention plain(8, {.heads = 2}, gen);
   MultiHeadAttention normed(8, {.heads = 2, .scale = ScaleMode::parse("qk_norm")}, gen);
-  MultiHeadAttention rotary(8, {.heads = 2, .rope = true}, gen);
+  MultiHeadAttention rotary(8, {.heads = 2, .positional = "rope"}, gen);
   MultiHeadAttention gained(8, {.heads = 2}, gen);
   gained.add_variant("gain", std::make_shared<HeadGain>(2, DType::Float32));
   for (MultiHeadAttention* mha : {&plain, &normed, &rotary, &gained}) {

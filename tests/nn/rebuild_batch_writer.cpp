@@ -65,6 +65,7 @@ const Variant kVariants[] = {
        c.head_dim = 12;
      }},
     {"log_n", [](nn::ModelConfig& c) { c.scale = "log_n"; }},
+    {"alibi", [](nn::ModelConfig& c) { c.positional = "alibi"; }},
     {"ssmax_rope",
      [](nn::ModelConfig& c) {
        c.scale = "ssmax";

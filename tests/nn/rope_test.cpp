@@ -78,7 +78,7 @@ TEST(Rope, RejectsOddOrEmptyDimensions) {
 
 TEST(Rope, AttentionLayerGradcheckAndCacheEqualsFullForward) {
   Generator gen(1);
-  MultiHeadAttention mha(8, {.heads = 2, .rope = true}, {gen, DType::Float64});
+  MultiHeadAttention mha(8, {.heads = 2, .positional = "rope"}, {gen, DType::Float64});
   ASSERT_NE(mha.variant<Rope>(), nullptr);
   EXPECT_EQ(mha.num_parameters(), 4 * (8 * 8 + 8));  // no parameters of its own
   Tensor causal = causal_mask(3, 3, DType::Float64);
