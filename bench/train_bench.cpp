@@ -31,6 +31,8 @@
 #include "autograd/reference.h"
 #include "autograd/variable.h"
 #include "bench/workloads.h"
+#include "nn/positional_schemes.h"
+#include "nn/scale_modes.h"
 #include "examples/common/args.h"
 #include "examples/common/memory_estimate.h"
 #include "tensor/creation.h"
@@ -93,6 +95,11 @@ int run(int argc, char** argv) {
   args.add("--batch", &given.batch, "sequences per batch B").min(1);
   args.add("--vocab", &given.vocab, "vocabulary size V").min(2);
   args.add("--head-dim", &given.head_dim, "d_k of every head (0: d_model / heads)").min(0);
+  args.add("--scale", &given.scale, "attention scale mode: " + nn::scale_mode_names())
+      .metavar("MODE")
+      .check([](const std::string& s) { nn::ScaleMode::parse(s); });
+  args.add_choice("--positional", &given.positional, nn::positional_names(),
+                  "positional scheme (nn/positional_schemes.h)");
   int64_t steps = 20, warmup = 3, seed = 0;
   args.add("--steps", &steps, "timed steps").min(1);
   args.add("--warmup", &warmup, "untimed steps first").min(0);
@@ -123,6 +130,8 @@ int run(int argc, char** argv) {
   const bool study = !w.task.empty();
   if (args.seen("--kind")) w.kind = given.kind;
   if (args.seen("--head-dim")) w.head_dim = given.head_dim;
+  if (args.seen("--scale")) w.scale = given.scale;
+  if (args.seen("--positional")) w.positional = given.positional;
   const std::pair<const char*, int64_t Workload::*> fields[] = {
       {"--d-model", &Workload::d_model}, {"--heads", &Workload::heads},
       {"--layers", &Workload::layers},   {"--d-ff", &Workload::d_ff},

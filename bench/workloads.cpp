@@ -107,6 +107,8 @@ nn::ModelConfig model_config(const Workload& w) {
   config.d_ff = w.d_ff;
   config.head_dim = w.head_dim;
   config.max_len = w.seq;
+  config.scale = w.scale;
+  config.positional = w.positional;
   return config;
 }
 

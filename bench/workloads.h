@@ -23,6 +23,9 @@ struct Workload {
   std::string kind;  // "encdec", "decoder" or "encoder"
   int64_t d_model, heads, layers, d_ff, seq, batch, vocab, head_dim = 0;
   std::string task;
+  // The attention options (nn/scale_modes.h, nn/positional_schemes.h); the
+  // peer (peer_torch.py) builds the defaults only.
+  std::string scale = "inv_sqrt_dk", positional = "learned";
 };
 
 // "seq2seq-tiny", "gpt-small", "study-reverse" or "study-recall".
