@@ -15,6 +15,7 @@
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
 //   depth-train  depth_train.cpp        (--full) depth in training
+//   length       length*.cpp            (--full) the scale against the number of keys
 //
 // The statistics they use are examples/stats/ (namespace gradflow::stats).
 //
