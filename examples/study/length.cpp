@@ -14,36 +14,40 @@ namespace gradflow::study {
 LengthOptions length_options(const Settings& settings) {
   LengthOptions o;
   if (settings.seeds > 0) o.seeds = settings.seeds;
-  if (settings.steps > 0) o.task.steps = settings.steps;
+  if (settings.steps > 0)
+    for (TaskSetup& t : o.tasks) t.steps = settings.steps;
   return o;
 }
 
 namespace {
 
-// Accuracy and top-1 mass against the test length, one line per mode.
+// Per task, accuracy and top-1 mass against the test length, one line per
+// mode.
 PlotFile length_train_plot(const std::vector<LengthTestRow>& rows, const LengthOptions& o) {
   std::vector<plot::Figure> panels;
-  for (auto [field, label] :
-       {std::pair{&LengthTestRow::accuracy, std::string("held-out accuracy")},
-        std::pair{&LengthTestRow::top1_mass, std::string("answer layer's top-1 mass")}}) {
-    plot::Figure f = figure(label,
-                            "test length (positions; trained at " +
-                                std::to_string(nn::recall_seq_len(o.task.recall)) + ")",
-                            true, label, false);
-    for (const std::string& mode : o.modes) {
-      std::map<double, std::vector<double>> at;
-      for (const LengthTestRow& r : rows)
-        if (r.run.mode == mode && r.solved) at[static_cast<double>(r.test_len)].push_back(r.*field);
-      f.series.push_back(mean_series(mode, at, mode == kDefaultMode));
+  for (const TaskSetup& task : o.tasks)
+    for (auto [field, label] :
+         {std::pair{&LengthTestRow::accuracy, std::string("held-out accuracy")},
+          std::pair{&LengthTestRow::top1_mass, std::string("answer layer's top-1 mass")}}) {
+      plot::Figure f = figure(task.task + ": " + label,
+                              "test length (positions; trained at " +
+                                  std::to_string(nn::recall_seq_len(task.recall)) + ")",
+                              true, label, false);
+      for (const std::string& mode : o.modes) {
+        std::map<double, std::vector<double>> at;
+        for (const LengthTestRow& r : rows)
+          if (r.run.task == task.task && r.run.mode == mode && r.solved)
+            at[static_cast<double>(r.test_len)].push_back(r.*field);
+        f.series.push_back(mean_series(mode, at, mode == kDefaultMode));
+      }
+      panels.push_back(f);
     }
-    panels.push_back(f);
-  }
   return {"length_train.svg", plot::render_svg_grid(panels, 2, {.legend_once = true}),
-          "The length part: recall trained at " + std::to_string(o.task.recall.pairs) +
-              " pairs and tested at " + std::to_string(o.test_pairs.front()) + " to " +
-              std::to_string(o.test_pairs.back()) +
+          "The length part: recall and lookup (each pair one token) trained at " +
+              std::to_string(o.tasks.front().recall.pairs) + " pairs and tested at " +
+              std::to_string(o.test_pairs.front()) + " to " + std::to_string(o.test_pairs.back()) +
               " (RoPE positions): held-out accuracy and the answer layer's top-1 attention "
-              "mass against the test length, log x axis, mean over the seeds that solved the "
+              "mass against the test length, log x axis, mean over the seeds that learned the "
               "trained length with its 95% interval (C18)."};
 }
 
@@ -123,20 +127,22 @@ Section length_section(const LengthOptions& o, const LengthResult& result) {
   sec.claims.push_back(extrapolation_claim(train.rows, o));
   const Verdict& c18 = sec.claims.back();
   // What the log-n modes do to the trained answer's attention at the
-  // longest test, beside what they do to its accuracy.
-  // Sharper: every log-n mode's paired difference in top-1 mass above 0,
-  // its whole 95% interval.
+  // longest test, beside what they do to its accuracy. Sharper: every
+  // log-n mode's paired difference in top-1 mass above 0 on every task, its
+  // whole 95% interval.
   std::ostringstream sharp;
   const int64_t longest = o.test_pairs.back();
   bool sharper = true;
-  for (const std::string& mode : o.modes)
-    if (mode != kDefaultMode) {
-      const Interval d =
-          length_difference(train.rows, mode, kDefaultMode, longest, &LengthTestRow::top1_mass);
-      sharper = sharper && d.lo > 0;
-      sharp << " At " << longest << " pairs the answer layer's top-1 mass of " << mode
-            << " minus 1/sqrt(d_k)'s, paired by seed: " << interval_text(d, 3) << ".";
-    }
+  for (const TaskSetup& task : o.tasks)
+    for (const std::string& mode : o.modes)
+      if (mode != kDefaultMode) {
+        const Interval d = length_difference(train.rows, task.task, mode, kDefaultMode, longest,
+                                             &LengthTestRow::top1_mass);
+        sharper = sharper && d.lo > 0;
+        sharp << " " << task.task << " at " << longest
+              << " pairs, the answer layer's top-1 mass of " << mode
+              << " minus 1/sqrt(d_k)'s, paired by seed: " << interval_text(d, 3) << ".";
+      }
   const std::string extends = c18.verdict == "holds" ? "extends further than 1/sqrt(d_k)"
                               : c18.verdict == "partly holds"
                                   ? "extends further than 1/sqrt(d_k) in part"
@@ -146,42 +152,52 @@ Section length_section(const LengthOptions& o, const LengthResult& result) {
                           "C18: " + c18.measured + ". " + c18.reason + "." + sharp.str(),
                           "length_train.svg"});
   std::ostringstream md;
+  const nn::RecallTaskConfig& first = o.tasks.front().recall;
   md << "### Train short, test long\n\n"
-     << "Recall with " << o.task.recall.n_keys << " keys and " << o.task.recall.n_values
-     << " values, " << o.task.recall.queries << " queries, RoPE positions (a learned table has "
-     << "no rows past the trained length), d_k " << o.d_k << ", trained at " << o.task.recall.pairs
-     << " pairs for at most " << o.task.steps << " steps (stopping at 99% held out), " << o.seeds
+     << "Recall with " << first.n_keys << " keys and " << first.n_values << " values, "
+     << first.queries
+     << " queries, in two forms: `recall` (an induction circuit: the value is the token after the "
+        "key) and `lookup` (each pair one token: one lookup of the token with the query's "
+        "key), both two layers. RoPE positions (a learned table has no rows past the trained "
+        "length), d_k "
+     << o.d_k << ", trained at " << first.pairs << " pairs for at most " << o.tasks.front().steps
+     << " (recall) and " << o.tasks.back().steps << " (lookup) steps, stopping at 99% held out, "
+     << o.seeds
      << " seeds; then evaluated on 256 fresh sequences at each length. Accuracy at a longer "
         "length mixes two effects this part does not separate: attention dispersing over more "
         "keys, which log n addresses, and RoPE at distances training never saw. Held-out "
-        "accuracy, "
-        "and the answer layer's top-1 attention mass (its largest weight at each answer's "
-        "query), mean +- the 95% t-interval over the seeds that solved the trained length "
-        "(99% of its 1024 held-out answers): ";
-  std::map<std::string, std::pair<int, int>> solved;
+        "accuracy and the answer layer's top-1 attention mass (its largest weight at each "
+        "answer's query), mean +- the 95% t-interval over the seeds that learned the trained "
+        "length (98% of 1024 fresh answers there). Learned:";
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> solved;
   for (const LengthTestRow& r : train.rows)
-    if (r.pairs == o.task.recall.pairs) {
-      auto& [s, n] = solved[r.run.mode];
+    if (r.test_len == r.train_len) {
+      auto& [s, n] = solved[{r.run.task, r.run.mode}];
       ++n;
       s += r.solved;
     }
-  for (const std::string& mode : o.modes)
-    md << mode << " " << solved[mode].first << " of " << solved[mode].second
-       << (mode == o.modes.back() ? ".\n\n" : ", ");
-  md << "| mode | pairs | length | accuracy | top-1 mass |\n|---|---|---|---|---|\n";
-  for (const std::string& mode : o.modes) {
-    std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> at;
-    std::map<int64_t, int64_t> len;
-    for (const LengthTestRow& r : train.rows)
-      if (r.run.mode == mode && r.solved) {
-        at[r.pairs].first.push_back(r.accuracy), at[r.pairs].second.push_back(r.top1_mass);
-        len[r.pairs] = r.test_len;
-      }
-    for (const auto& [pairs, values] : at)
-      md << "| " << mode << " | " << pairs << (pairs == o.task.recall.pairs ? " (trained)" : "")
-         << " | " << len[pairs] << " | " << interval_text(interval_of_finite(values.first), 3)
-         << " | " << interval_text(interval_of_finite(values.second), 3) << " |\n";
-  }
+  for (const TaskSetup& task : o.tasks)
+    for (const std::string& mode : o.modes) {
+      const auto& [s, n] = solved[{task.task, mode}];
+      md << " " << task.task << " " << mode << " " << s << " of " << n
+         << (task.task == o.tasks.back().task && mode == o.modes.back() ? ".\n\n" : ",");
+    }
+  md << "| task | mode | pairs | length | accuracy | top-1 mass |\n|---|---|---|---|---|---|\n";
+  for (const TaskSetup& task : o.tasks)
+    for (const std::string& mode : o.modes) {
+      std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> at;
+      std::map<int64_t, int64_t> len;
+      for (const LengthTestRow& r : train.rows)
+        if (r.run.task == task.task && r.run.mode == mode && r.solved) {
+          at[r.pairs].first.push_back(r.accuracy), at[r.pairs].second.push_back(r.top1_mass);
+          len[r.pairs] = r.test_len;
+        }
+      for (const auto& [pairs, values] : at)
+        md << "| " << task.task << " | " << mode << " | " << pairs
+           << (pairs == task.recall.pairs ? " (trained)" : "") << " | " << len[pairs] << " | "
+           << interval_text(interval_of_finite(values.first), 3) << " | "
+           << interval_text(interval_of_finite(values.second), 3) << " |\n";
+    }
   md << "\n";
   sec.markdown += md.str();
   std::vector<CsvRow> rows;

@@ -73,8 +73,8 @@ std::vector<LengthTestRow> evaluate_lengths(const StudyModel& model, const RunSp
                    .accuracy = static_cast<double>(right) / static_cast<double>(scored),
                    .top1_mass = mass / static_cast<double>(scored)});
   }
-  // Solved: 99% held out at the trained length, the first row.
-  for (LengthTestRow& r : out) r.solved = out.front().accuracy >= 0.99;
+  // Solved: the trained length, the first row, at kLengthSolved.
+  for (LengthTestRow& r : out) r.solved = out.front().accuracy >= kLengthSolved;
   return out;
 }
 
@@ -88,17 +88,29 @@ TaskSetup length_task() {
   return t;
 }
 
+TaskSetup lookup_task() {
+  TaskSetup t = length_task();
+  t.task = "lookup";
+  t.recall.fused_pairs = true;
+  // Two layers as recall: one layer attended sharply (top-1 mass 0.9 to 0.96)
+  // but reached only 60 to 70% in 1600 to 4000 steps (seed 0); two solve it
+  // in 1700 to 2400 steps.
+  t.steps = 3000;
+  return t;
+}
+
 std::vector<RunSpec> length_runs(const Settings& settings, const LengthOptions& o) {
   std::vector<RunSpec> runs;
-  for (int64_t seed = 0; seed < o.seeds; ++seed)
-    for (const std::string& mode : o.modes)
-      runs.push_back({.key = {.task = o.task.task, .mode = mode, .d_k = o.d_k, .seed = seed},
-                      .task = o.task,
-                      .eval_every = 25,
-                      .eval_examples = 256,
-                      .seed = settings.seed,
-                      .positional = "rope",
-                      .test_pairs = o.test_pairs});
+  for (const TaskSetup& task : o.tasks)
+    for (int64_t seed = 0; seed < o.seeds; ++seed)
+      for (const std::string& mode : o.modes)
+        runs.push_back({.key = {.task = task.task, .mode = mode, .d_k = o.d_k, .seed = seed},
+                        .task = task,
+                        .eval_every = 25,
+                        .eval_examples = 256,
+                        .seed = settings.seed,
+                        .positional = "rope",
+                        .test_pairs = o.test_pairs});
   return runs;
 }
 
@@ -114,21 +126,25 @@ LengthTrainResult run_length_train(const Settings& settings, const LengthOptions
 
 namespace {
 
-// mode's accuracy at `pairs`, by seed, of the runs that solved the trained length.
-std::map<int64_t, double> by_seed(const std::vector<LengthTestRow>& rows, const std::string& mode,
-                                  int64_t pairs, double LengthTestRow::*field) {
+// mode's `field` on `task` at `pairs`, by seed, of the runs that solved
+// the trained length.
+std::map<int64_t, double> by_seed(const std::vector<LengthTestRow>& rows, const std::string& task,
+                                  const std::string& mode, int64_t pairs,
+                                  double LengthTestRow::*field) {
   std::map<int64_t, double> out;
   for (const LengthTestRow& r : rows)
-    if (r.run.mode == mode && r.pairs == pairs && r.solved) out[r.run.seed] = r.*field;
+    if (r.run.task == task && r.run.mode == mode && r.pairs == pairs && r.solved)
+      out[r.run.seed] = r.*field;
   return out;
 }
 
 }  // namespace
 
-Interval length_difference(const std::vector<LengthTestRow>& rows, const std::string& a,
-                           const std::string& b, int64_t pairs, double LengthTestRow::*field) {
-  const std::map<int64_t, double> x = by_seed(rows, a, pairs, field),
-                                  y = by_seed(rows, b, pairs, field);
+Interval length_difference(const std::vector<LengthTestRow>& rows, const std::string& task,
+                           const std::string& a, const std::string& b, int64_t pairs,
+                           double LengthTestRow::*field) {
+  const std::map<int64_t, double> x = by_seed(rows, task, a, pairs, field),
+                                  y = by_seed(rows, task, b, pairs, field);
   std::vector<double> xs, ys;
   for (const auto& [seed, v] : x)
     if (y.count(seed) && std::isfinite(v) && std::isfinite(y.at(seed)))
@@ -144,42 +160,43 @@ Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const Length
                 "Trained at one length, a fixed scale shares the answer's weight among more "
                 "keys when the sequence grows; with the logits times log n the answer's "
                 "logit grows with the number of keys and keeps its share"};
-  // Each log-n mode against 1/sqrt(d_k) at each longer length, paired by
-  // seed; better means the whole interval above 0 after Holm over all of
-  // them.
+  // Each log-n mode against 1/sqrt(d_k) on each task at each longer length,
+  // paired by seed; better means the whole interval above 0 after Holm over
+  // all of them.
   struct Test {
-    std::string mode;
+    std::string task, mode;
     int64_t pairs;
     Interval diff;
   };
   std::vector<Test> tests;
   std::vector<double> p;
-  for (const std::string& mode : o.modes) {
-    if (mode == kDefaultMode) continue;
-    for (int64_t pairs : o.test_pairs) {
-      Interval d = length_difference(rows, mode, kDefaultMode, pairs);
-      tests.push_back({mode, pairs, d});
-      p.push_back(std::isfinite(d.mean) && d.mean > 0 ? margin_p_value(d, 0) : 1.0);
+  for (const TaskSetup& task : o.tasks)
+    for (const std::string& mode : o.modes) {
+      if (mode == kDefaultMode) continue;
+      for (int64_t pairs : o.test_pairs) {
+        Interval d = length_difference(rows, task.task, mode, kDefaultMode, pairs);
+        tests.push_back({task.task, mode, pairs, d});
+        p.push_back(std::isfinite(d.mean) && d.mean > 0 ? margin_p_value(d, 0) : 1.0);
+      }
     }
-  }
   const std::vector<double> adjusted = holm(p);
   int passed = 0;
   std::ostringstream measured, reason;
   for (size_t i = 0; i < tests.size(); ++i) {
     const bool better = adjusted[i] < kFamilyLevel;
     passed += better;
-    measured << (i ? "; " : "") << tests[i].mode << " - inv_sqrt_dk at " << tests[i].pairs
-             << " pairs: " << interval_text(tests[i].diff, 1, 100) << " points (n "
-             << tests[i].diff.n << ")";
-    reason << (i ? "; " : "") << tests[i].mode << " at " << tests[i].pairs
+    measured << (i ? "; " : "") << tests[i].task << ", " << tests[i].mode << " - inv_sqrt_dk at "
+             << tests[i].pairs << " pairs: " << interval_text(tests[i].diff, 1, 100)
+             << " points (n " << tests[i].diff.n << ")";
+    reason << (i ? "; " : "") << tests[i].task << ", " << tests[i].mode << " at " << tests[i].pairs
            << " pairs better: " << yes_no(better) << " (Holm p " << significant(adjusted[i], 2)
            << ")";
   }
   v.measured =
-      "held-out accuracy, paired by seed over the seeds where both modes solved the "
+      "held-out accuracy, paired by seed over the seeds where both modes learned the "
       "trained length (" +
-      std::to_string(o.task.recall.pairs) + " pairs, 99%; of " + std::to_string(o.seeds) +
-      "): " + measured.str();
+      std::to_string(o.tasks.front().recall.pairs) + " pairs, 98% of fresh answers; of " +
+      std::to_string(o.seeds) + "): " + measured.str();
   v.verdict = verdict_of(passed, static_cast<int>(tests.size()));
   v.reason =
       "better = the mode's accuracy minus 1/sqrt(d_k)'s, paired by seed, above 0 with "

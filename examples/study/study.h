@@ -303,7 +303,7 @@ struct LengthTestRow {
   RunKey run{};
   int64_t pairs = 0, train_len = 0, test_len = 0;
   double accuracy = 0, top1_mass = 0;
-  bool solved = false;  // the run reached 99% held out at the trained length
+  bool solved = false;  // the run learned the trained length (length.h, kLengthSolved)
 };
 
 // What the layer where the task looks its answer up (key_layer) attends to on

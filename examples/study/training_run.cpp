@@ -58,7 +58,7 @@ nn::ToyTaskConfig reverse_task() {
 }
 
 Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen) {
-  if (task.task == "recall") {
+  if (task.task != "reverse") {  // recall, or the length part's lookup
     nn::RecallBatch r = nn::make_recall_batch(task.recall, b, gen);
     return {Tensor(), Tensor(), r.input, r.target};
   }

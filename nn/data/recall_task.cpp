@@ -32,16 +32,19 @@ void validate_recall_task(const RecallTaskConfig& c) {
       2 * c.pairs + 2 * c.queries > kMaxRecallLength)
     fail("recall task: n_keys, n_values and the sequence (2 pairs + 2 queries = ",
          2 * c.pairs + 2 * c.queries, ") must be at most ", kMaxRecallLength);
+  if (c.fused_pairs && c.n_keys * c.n_values > kMaxRecallLength * kMaxRecallLength / 16)
+    fail("recall task: fused pairs need n_keys x n_values tokens (", c.n_keys * c.n_values,
+         "), at most ", kMaxRecallLength * kMaxRecallLength / 16);
 }
 
 int64_t recall_vocab_size(const RecallTaskConfig& c) {
   validate_recall_task(c);
-  return kFirstKey + c.n_keys + c.n_values;
+  return kFirstKey + c.n_keys + c.n_values + (c.fused_pairs ? c.n_keys * c.n_values : 0);
 }
 
 int64_t recall_seq_len(const RecallTaskConfig& c) {
   validate_recall_task(c);
-  return 2 * c.pairs + 2 * c.queries;
+  return (c.fused_pairs ? 1 : 2) * c.pairs + 2 * c.queries;
 }
 
 RecallBatch make_recall_batch(const RecallTaskConfig& c, int64_t batch, Generator& gen) {
@@ -63,6 +66,10 @@ RecallBatch make_recall_batch(const RecallTaskConfig& c, int64_t batch, Generato
       std::swap(order[i], order[i + gen.below(static_cast<uint64_t>(n - i))]);
     seq.clear();
     for (int64_t i = 0; i < n; ++i) {
+      if (c.fused_pairs) {
+        seq.push_back(kFirstKey + c.n_keys + c.n_values + keys[i] * c.n_values + values[i]);
+        continue;
+      }
       seq.push_back(kFirstKey + keys[i]);
       seq.push_back(kFirstKey + c.n_keys + values[i]);
     }
@@ -72,10 +79,12 @@ RecallBatch make_recall_batch(const RecallTaskConfig& c, int64_t batch, Generato
       seq.push_back(kFirstKey + c.n_keys + values[order[j]]);
     }
     // Shift for next-token prediction; score only the answers: a_j is
-    // seq[2N + 2 + 2j], predicted at input position 2N + 1 + 2j (its query).
+    // seq[P + 2 + 2j], predicted at input position P + 1 + 2j (its query),
+    // P = 2N (fused: N) the pairs' tokens.
+    const int64_t pair_tokens = (c.fused_pairs ? 1 : 2) * n;
     for (int64_t p = 0; p < t; ++p) input[b * t + p] = seq[p];
     for (int64_t j = 0; j < c.queries; ++j) {
-      const int64_t answer = 2 * n + 2 + 2 * j;
+      const int64_t answer = pair_tokens + 2 + 2 * j;
       target[b * t + answer - 1] = seq[answer];
     }
   }

@@ -19,6 +19,13 @@
 // model reads sequence[0 .. L - 2] and predicts sequence[1 .. L - 1]; only
 // the answers a_i are scored (every other target is PAD). L = 2N + 1 + 2M.
 //
+// With fused_pairs each pair is one token instead of two, id
+// 3 + n_keys + n_values + k n_values + v, so the sequence is
+//   sequence = p_1 ... p_N SEP q_1 a_1 ... q_M a_M,   L = N + 1 + 2M,
+// and one attention layer can answer: the query matches the one pair token
+// with its key and reads the value from it (a single sharp lookup, no
+// induction circuit). vocab_size = 3 + n_keys + n_values + n_keys n_values.
+//
 // Dimension letters: B = examples per batch, T = L - 1 positions.
 #pragma once
 
@@ -30,10 +37,11 @@
 namespace gradflow::nn {
 
 struct RecallTaskConfig {
-  int64_t n_keys = 32;    // keys to draw from
-  int64_t n_values = 32;  // values to draw from
-  int64_t pairs = 8;      // N, key-value pairs per example (at most n_keys)
-  int64_t queries = 4;    // M, keys asked for per example (at most pairs)
+  int64_t n_keys = 32;       // keys to draw from
+  int64_t n_values = 32;     // values to draw from
+  int64_t pairs = 8;         // N, key-value pairs per example (at most n_keys)
+  int64_t queries = 4;       // M, keys asked for per example (at most pairs)
+  bool fused_pairs = false;  // each pair one token: a single lookup answers
 };
 
 struct RecallBatch {
@@ -47,7 +55,7 @@ struct RecallBatch {
 void validate_recall_task(const RecallTaskConfig& config);
 
 int64_t recall_vocab_size(const RecallTaskConfig& config);
-int64_t recall_seq_len(const RecallTaskConfig& config);  // T = 2N + 2M
+int64_t recall_seq_len(const RecallTaskConfig& config);  // T = 2N + 2M (fused: N + 2M)
 
 // `batch` fresh examples drawn from `gen`. REQUIRES: batch >= 1 (else Error).
 RecallBatch make_recall_batch(const RecallTaskConfig& config, int64_t batch, Generator& gen);

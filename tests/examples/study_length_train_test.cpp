@@ -16,8 +16,9 @@ namespace {
 
 RunSpec tiny_spec(const std::string& mode) {
   LengthOptions o;
-  o.task.steps = 2;
-  o.task.stop_at = 0;
+  o.tasks = {length_task()};
+  o.tasks[0].steps = 2;
+  o.tasks[0].stop_at = 0;
   o.seeds = 1;
   o.modes = {mode};
   RunSpec spec = length_runs(Settings{}, o).front();
@@ -56,6 +57,28 @@ TEST(LengthTrain, EveryLengthIsEvaluatedAfterTraining) {
   }
 }
 
+TEST(LengthTrain, LookupIsRecallOverFusedPairs) {
+  const TaskSetup t = lookup_task();
+  EXPECT_EQ(t.task, "lookup");
+  EXPECT_EQ(t.layers, 2);
+  EXPECT_TRUE(t.recall.fused_pairs);
+  LengthOptions o;
+  o.seeds = 2;
+  const std::vector<RunSpec> runs = length_runs(Settings{}, o);
+  ASSERT_EQ(runs.size(), 2u * 2u * 3u);  // tasks x seeds x modes
+  EXPECT_EQ(runs.back().key.task, "lookup");
+  // 4 pairs of one token and 4 queries: T = 4 + 8; the longest test 32 + 8.
+  EXPECT_EQ(run_shape(runs.back()).config.max_len, 40);
+  const RunOutput out = train_one([&] {
+    RunSpec s = runs.back();
+    s.task.steps = 2, s.task.stop_at = 0, s.eval_examples = 16;
+    return s;
+  }());
+  ASSERT_EQ(out.lengths.size(), 4u);
+  EXPECT_EQ(out.lengths[0].test_len, 12);
+  EXPECT_EQ(out.lengths[3].test_len, 40);
+}
+
 TEST(LengthTrain, SsmaxStartsAtTheTrainedLengthNotTheBuiltOne) {
   const RunSpec spec = tiny_spec("ssmax");
   Generator gen(0);
@@ -89,6 +112,7 @@ std::vector<LengthTestRow> synthetic(const std::map<std::string, double>& lift, 
 
 TEST(LengthTrain, ExtrapolationClaimFollowsThePairedDifferences) {
   LengthOptions o;
+  o.tasks = {length_task()};
   o.seeds = 8;
   const auto better = synthetic({{"inv_sqrt_dk", 0}, {"log_n", 0.2}, {"ssmax", 0.2}}, 8);
   EXPECT_EQ(extrapolation_claim(better, o).verdict, "holds");
@@ -100,9 +124,10 @@ TEST(LengthTrain, ExtrapolationClaimFollowsThePairedDifferences) {
   auto some = better;
   for (LengthTestRow& r : some)
     if (r.run.mode == "log_n" && r.run.seed < 3) r.solved = false;
-  EXPECT_EQ(length_difference(some, "log_n", "inv_sqrt_dk", 8).n, 5);
-  EXPECT_EQ(length_difference(some, "ssmax", "inv_sqrt_dk", 8).n, 8);
-  EXPECT_NEAR(length_difference(better, "ssmax", "inv_sqrt_dk", 16).mean, 0.2, 1e-12);
+  EXPECT_EQ(length_difference(some, "recall", "log_n", "inv_sqrt_dk", 8).n, 5);
+  EXPECT_EQ(length_difference(some, "recall", "ssmax", "inv_sqrt_dk", 8).n, 8);
+  EXPECT_NEAR(length_difference(better, "recall", "ssmax", "inv_sqrt_dk", 16).mean, 0.2, 1e-12);
+  EXPECT_EQ(length_difference(better, "lookup", "ssmax", "inv_sqrt_dk", 16).n, 0);  // no rows
 }
 
 TEST(LengthSection, HoldsTheFourClaimsTheirFilesAndFindings) {
@@ -110,6 +135,7 @@ TEST(LengthSection, HoldsTheFourClaimsTheirFilesAndFindings) {
   o.init = {.d_k = 16, .built_len = 16, .ns = {8, 16, 32, 64}, .draws = 20};
   o.critical = {
       .tokens = 16, .dim = 32, .draws = 3, .rhos = {0.2, 0.6}, .gammas = gamma_grid(0, 4, 0.5)};
+  o.tasks = {length_task()};
   o.seeds = 8;
   LengthResult r{
       .init = measure_length_init(o.init, 1),

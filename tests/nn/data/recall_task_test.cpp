@@ -47,6 +47,37 @@ TEST(RecallTask, AnswersAreTheValuesOfTheQueriedKeys) {
   }
 }
 
+// Fused pairs: "k v" is one token 3 + 32 + 16 + 16 k + v; the query is
+// the key's own id and the answer its value's, as without fusing.
+TEST(RecallTask, FusedPairsHoldKeyAndValueInOneToken) {
+  RecallTaskConfig c{.n_keys = 32, .n_values = 16, .pairs = 6, .queries = 3, .fused_pairs = true};
+  EXPECT_EQ(recall_vocab_size(c), 3 + 32 + 16 + 32 * 16);
+  EXPECT_EQ(recall_seq_len(c), 6 + 2 * 3);
+  Generator gen(8);
+  RecallBatch b = make_recall_batch(c, 40, gen);
+  ASSERT_EQ(b.input.shape(), (Shape{40, 12}));
+  for (int64_t i = 0; i < 40; ++i) {
+    std::map<int64_t, int64_t> value_of;  // key id -> value id
+    for (int64_t p = 0; p < 6; ++p) {
+      const int64_t pair = b.input.at({i, p}) - 51;
+      ASSERT_TRUE(pair >= 0 && pair < 32 * 16) << b.input.at({i, p});
+      EXPECT_TRUE(value_of.emplace(3 + pair / 16, 35 + pair % 16).second) << "keys repeat";
+    }
+    EXPECT_EQ(b.input.at({i, 6}), 1);  // SEP
+    int64_t scored = 0;
+    for (int64_t p = 0; p < 12; ++p) {
+      const int64_t want = b.target.at({i, p});
+      if (want == 0) continue;
+      ++scored;
+      ASSERT_EQ((p - 7) % 2, 0) << p;  // at the queries, positions 7, 9, 11
+      const int64_t query = b.input.at({i, p});
+      ASSERT_TRUE(value_of.count(query)) << query;
+      EXPECT_EQ(want, value_of[query]);
+    }
+    EXPECT_EQ(scored, 3);
+  }
+}
+
 TEST(RecallTask, SameSeedSameBatch) {
   RecallTaskConfig c;
   Generator a(3), b(3);
