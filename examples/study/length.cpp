@@ -168,7 +168,7 @@ Section length_section(const LengthOptions& o, const LengthResult& result) {
         "keys, which log n addresses, and RoPE at distances training never saw. Held-out "
         "accuracy and the answer layer's top-1 attention mass (its largest weight at each "
         "answer's query), mean +- the 95% t-interval over the seeds that learned the trained "
-        "length (98% of 1024 fresh answers there). Learned:";
+        "length (97% of 1024 fresh answers there). Learned:";
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> solved;
   for (const LengthTestRow& r : train.rows)
     if (r.test_len == r.train_len) {

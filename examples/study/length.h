@@ -24,23 +24,25 @@ namespace gradflow::study {
 // circuit.
 TaskSetup length_task();
 // "lookup": the same with each pair one token (RecallTaskConfig::fused_pairs),
-// at most 3000 steps: a query's answer is one lookup of the token with its
-// key, with no previous-token step to build first.
+// at most 2400 steps, stopping at 98%: a query's answer is one lookup of the
+// token with its key, with no previous-token step to build first.
 TaskSetup lookup_task();
 
-// A run solved the trained length when its accuracy on the fresh held-out
-// set there is at least this: it stopped at 99% on its own evaluation set,
-// and 1024 fresh answers measure that within about 0.5 points.
-inline constexpr double kLengthSolved = 0.98;
+// A run learned the trained length when its accuracy on the fresh held-out
+// set there is at least this: it stopped at 99% (lookup 98%) on its own
+// evaluation set, and 1024 fresh answers measure that within about 0.5 to
+// 1 point.
+inline constexpr double kLengthSolved = 0.97;
 
 struct LengthOptions {
   std::vector<TaskSetup> tasks = {length_task(), lookup_task()};
   int64_t d_k = 16;
   std::vector<std::string> modes = {"inv_sqrt_dk", "log_n", "ssmax"};
   std::vector<int64_t> test_pairs = {8, 16, 32};
-  // Many: the modes are compared on the seeds where both solved the trained
-  // length, 7 or 8 of 10 for each mode.
-  int64_t seeds = 20;
+  // Many: the modes are compared on the seeds where both learned the trained
+  // length, 7 to 16 of 20 per mode at 1600 and 3000 steps; 14 keep the part
+  // within 10 minutes on 2 cores.
+  int64_t seeds = 14;
   LengthInitOptions init{};
   CriticalOptions critical{};
 };

@@ -93,9 +93,10 @@ TaskSetup lookup_task() {
   t.task = "lookup";
   t.recall.fused_pairs = true;
   // Two layers as recall: one layer attended sharply (top-1 mass 0.9 to 0.96)
-  // but reached only 60 to 70% in 1600 to 4000 steps (seed 0); two solve it
-  // in 1700 to 2400 steps.
-  t.steps = 3000;
+  // but reached only 60 to 70% in 1600 to 4000 steps (seed 0); two learn it
+  // in about 1700 to 2900. It stops at 98%: its last point takes long.
+  t.steps = 2400;
+  t.stop_at = 0.98;
   return t;
 }
 
@@ -195,7 +196,7 @@ Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const Length
   v.measured =
       "held-out accuracy, paired by seed over the seeds where both modes learned the "
       "trained length (" +
-      std::to_string(o.tasks.front().recall.pairs) + " pairs, 98% of fresh answers; of " +
+      std::to_string(o.tasks.front().recall.pairs) + " pairs, 97% of fresh answers; of " +
       std::to_string(o.seeds) + "): " + measured.str();
   v.verdict = verdict_of(passed, static_cast<int>(tests.size()));
   v.reason =
