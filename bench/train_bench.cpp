@@ -31,10 +31,10 @@
 #include "autograd/reference.h"
 #include "autograd/variable.h"
 #include "bench/workloads.h"
-#include "nn/positional_schemes.h"
-#include "nn/scale_modes.h"
 #include "examples/common/args.h"
 #include "examples/common/memory_estimate.h"
+#include "nn/positional_schemes.h"
+#include "nn/scale_modes.h"
 #include "tensor/creation.h"
 #include "tensor/parallel.h"
 

@@ -241,7 +241,8 @@ int run(int argc, char** argv) {
       "(three modes on reverse under plain SGD over a few learning rates), depth "
       "(gradient norms and token similarity across 1 to 8 layers at initialisation); with "
       "--full also lr (learning-rate sensitivity), width (width and muP), depth-train (depth "
-      "in training) and length (the scale against the number of keys). Writes report.md, CSV files and SVG plots to --out.");
+      "in training) and length (the scale against the number of keys). Writes report.md, CSV files "
+      "and SVG plots to --out.");
   std::string out = "runs/scaling_study";
   args.add("--out", &out, "output directory");
   int64_t seed = 0;
