@@ -29,6 +29,7 @@
 #include "nn/masks.h"
 #include "nn/models.h"
 #include "nn/module.h"
+#include "nn/positional_schemes.h"
 #include "nn/qk_norm.h"
 #include "nn/rope.h"
 #include "nn/scale_modes.h"
