@@ -94,10 +94,7 @@ int run(int argc, char** argv) {
                     .eval_every = 250,
                     .save_every = 500,
                     .lr = 2e-3,
-                    .d_model = 32,
-                    .heads = 2,
-                    .layers = 2,
-                    .d_ff = 64,
+                    .model = {.d_model = 32, .heads = 2, .layers = 2, .d_ff = 64},
                     .out = "runs/classify"};
   Task task;
   run_flags.add("--symbols", &task.symbols, "alphabet size").min(2).max(10000);

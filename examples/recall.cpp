@@ -119,10 +119,7 @@ int run(int argc, char** argv) {
                     .eval_every = 100,
                     .save_every = 500,
                     .lr = 3e-3,
-                    .d_model = 64,
-                    .heads = 2,
-                    .layers = 2,
-                    .d_ff = 128,
+                    .model = {.d_model = 64, .heads = 2, .layers = 2, .d_ff = 128},
                     .out = "runs/recall"};
   int64_t keys = 32, pairs = 8, queries = 0;
   run_flags.add("--keys", &keys, "distinct keys, and distinct values, to draw from")

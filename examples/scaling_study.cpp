@@ -167,9 +167,10 @@ double run_bytes(const study::RunSpec& spec) {
                                    .batch = std::max(spec.batch, spec.eval_examples),
                                    .src_len = shape.src_len,
                                    .tgt_len = shape.tgt_len};
-  const double b = static_cast<double>(training.batch), h = static_cast<double>(spec.task.heads),
+  const double b = static_cast<double>(training.batch),
+               h = static_cast<double>(spec.task.model.heads),
                s = static_cast<double>(shape.src_len), t = static_cast<double>(shape.tgt_len),
-               layers = static_cast<double>(spec.task.layers);
+               layers = static_cast<double>(spec.task.model.layers);
   const double score_entries =
       shape.encoder_decoder ? layers * (s * s + t * t + t * s) : layers * t * t;
   return examples::estimate_training_memory(training).total_bytes + 4 * 4 * b * h * score_entries;
@@ -182,8 +183,8 @@ void check_study_memory(const std::vector<study::RunSpec>& runs, int threads) {
   double run = 0, rows = 0;
   for (const study::RunSpec& spec : runs) {
     run = std::max(run, run_bytes(spec));
-    const double layers =
-        static_cast<double>(spec.task.layers) * (study::run_shape(spec).encoder_decoder ? 3 : 1);
+    const double layers = static_cast<double>(spec.task.model.layers) *
+                          (study::run_shape(spec).encoder_decoder ? 3 : 1);
     rows += static_cast<double>(spec.task.steps / spec.eval_every + 2) * (1 + layers);
   }
   const double results = rows * 256;  // a row and its strings

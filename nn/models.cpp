@@ -11,41 +11,6 @@
 
 namespace gradflow::nn {
 
-BlockConfig ModelConfig::block() const {
-  return {.d_model = d_model,
-          .d_ff = d_ff,
-          .attention = {.heads = heads,
-                        .head_dim = head_dim,
-                        .scale = scale,
-                        .positional = positional,
-                        .max_len = max_len},
-          .norm = norm,
-          .activation = activation,
-          .dropout = dropout};
-}
-
-void ModelConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v <= 0) fail("model config: ", name, " must be positive, got ", v);
-  };
-  positive("vocab", vocab);
-  positive("d_model", d_model);
-  positive("heads", heads);
-  positive("layers", layers);
-  positive("d_ff", d_ff);
-  positive("max_len", max_len);
-  if (head_dim < 0) fail("model config: head_dim must be >= 0, got ", head_dim);
-  if (head_dim == 0 && d_model % heads != 0)
-    fail("model config: d_model (", d_model, ") must be divisible by heads (", heads, ")");
-  const PositionalScheme& scheme = positional_scheme(positional);  // throws naming the choices
-  const int64_t d_k = head_dim ? head_dim : d_model / heads;
-  if (scheme.check) scheme.check({.d_k = d_k, .heads = heads});
-  if (activation != "gelu" && activation != "relu")
-    fail("model config: activation must be gelu or relu, got '", activation, "'");
-  if (!(dropout >= 0 && dropout < 1))
-    fail("model config: dropout must be in [0, 1), got ", dropout);
-}
-
 Embeddings::Embeddings(const ModelConfig& c, Init init) {
   token = register_module("token", std::make_shared<Embedding>(c.vocab, c.d_model, init));
   const PositionalScheme::Table table = positional_scheme(c.positional).table;

@@ -10,32 +10,11 @@
 #pragma once
 
 #include "nn/embedding.h"
+#include "nn/model_config.h"
 #include "nn/positional.h"
 #include "nn/transformer.h"
 
 namespace gradflow::nn {
-
-// Everything that defines a model but its weights; a checkpoint's metadata
-// keeps every field (examples/common/run_flags.h).
-struct ModelConfig {
-  int64_t vocab = 16;
-  int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256;
-  int64_t max_len = 64;  // longest sequence (rows of the position table)
-  ScaleMode scale = {};  // 1/sqrt(d_k)
-  int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
-  NormPlacement norm = NormPlacement::Pre;
-  std::string activation = "gelu";  // or "relu"
-  // A positional scheme (positional_schemes.h): "learned" (a table),
-  // "sinusoidal" (fixed, no parameters), "rope" (q and k turned in every
-  // self-attention layer; d_k even) or "alibi" (a distance bias on its logits).
-  std::string positional = "learned";
-  double dropout = 0;
-
-  // The block every layer of every stack is built from (cross-attention is
-  // set by the model that has it).
-  BlockConfig block() const;
-  void validate() const;  // throws a one-line Error naming the bad field
-};
 
 // Token and position embeddings: (B, T) ids -> (B, T, C).
 class Embeddings : public Module {

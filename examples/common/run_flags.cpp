@@ -21,6 +21,16 @@ cli::Option<std::string>& RunFlags::add_choice(const std::string& name, std::str
   return args_.add_choice(name, target, std::move(choices), std::move(help));
 }
 
+cli::Option<std::string>& RunFlags::add_text(const std::string& name, std::string help,
+                                             std::function<void(const std::string&)> set,
+                                             std::function<std::string()> get) {
+  texts_.push_back(get());
+  cli::Option<std::string>& option = args_.add(name, &texts_.back(), std::move(help));
+  option.set_default_text(get());
+  flags_.emplace_back(name, std::move(get));
+  return option.check(std::move(set));
+}
+
 nn::Metadata RunFlags::to_metadata() const {
   nn::Metadata out;
   for (const auto& [name, get] : flags_) out.emplace_back("flag." + name, get());
@@ -60,29 +70,28 @@ void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::stri
   }
 }
 
-void check_float32(double value) {
-  if (!(std::abs(value) <= FLT_MAX))
-    throw UsageError(cli::detail::format_value(value) +
-                     " does not fit in float32, the dtype it is used in (|x| <= 3.4e38)");
-  // 1e-320 or 4e-45 would become 0 or a subnormal there: a zero --lr (which
-  // `--lr 0` is refused for), or a value flushed to zero in the kernels.
-  if (value != 0 && std::abs(value) < FLT_MIN)
-    throw UsageError(cli::detail::format_value(value) +
-                     " is below float32's smallest normal number (1.2e-38), the dtype it is used "
-                     "in, where it would be zero or subnormal");
+namespace {
+
+// A run flag per model field a flag sets, in the table's order, each writing
+// straight into *config.
+void add_model_flags(RunFlags& run, nn::ModelConfig* config) {
+  for (const nn::ModelField& field : nn::model_fields()) {
+    if (field.from_data) continue;
+    std::string help = field.help;
+    const bool is_scale = std::holds_alternative<nn::ScaleMode nn::ModelConfig::*>(field.member);
+    if (is_scale) help += ": " + nn::scale_mode_names();
+    cli::Option<std::string>& option = run.add_text(
+        flag_name(field), help,
+        [&field, config](const std::string& text) { set_field(field, *config, text); },
+        [&field, config] { return field_text(field, *config); });
+    if (field.choices) option.choices(field.choices());
+    if (is_scale) option.metavar("MODE");
+    if (std::holds_alternative<int64_t nn::ModelConfig::*>(field.member)) option.metavar("INT");
+    if (std::holds_alternative<double nn::ModelConfig::*>(field.member)) option.metavar("NUM");
+  }
 }
 
-nn::ScaleMode parse_scale(const std::string& text) {
-  if (text.rfind("const:", 0) == 0) {
-    // The number of const:<v> is read as every flag's number is (args.h):
-    // " 1" and "0x10" are refused here as they are for --lr.
-    double value = 0;
-    cli::detail::parse_value("const", std::string_view(text).substr(6), &value);
-    if (!(value > 0)) throw UsageError("const: must be > 0, got " + text.substr(6));
-    check_float32(value);
-  }
-  return nn::ScaleMode::parse(text);
-}
+}  // namespace
 
 void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   run.add("--steps", &f.steps, "training steps in all (a resumed run may raise it)")
@@ -97,32 +106,7 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
       .min(0)
       .check(check_float32);
   run.add("--weight-decay", &f.weight_decay, "AdamW weight decay").min(0).check(check_float32);
-  run.add("--scale", &f.scale, "attention scale: " + nn::scale_mode_names())
-      .metavar("MODE")
-      .check([](const std::string& s) { parse_scale(s); });
-  run.add("--d-model", &f.d_model, "model width (a multiple of --heads)").min(1);
-  run.add("--heads", &f.heads, "attention heads").min(1);
-  run.add("--layers", &f.layers, "transformer layers (per stack)").min(1);
-  run.add("--d-ff", &f.d_ff, "feed-forward width").min(1);
-  run.add("--head-dim", &f.head_dim,
-          "d_k of every attention layer (0: d-model / heads; else the Q, K, V projections map "
-          "d-model to heads x head-dim)")
-      .min(0);
-  run.add_choice("--positional", &f.positional, nn::positional_names(),
-                 "positions: a learned table or fixed sinusoids added to the embeddings, rotary "
-                 "embeddings turning q and k, or ALiBi's distance bias on the logits, in every "
-                 "self-attention layer (nn/positional_schemes.h)");
-  run.add_choice(
-      "--norm", &f.norm, {"pre", "post"},
-      "LayerNorm placement: before each sublayer (pre) or after its residual add (post)");
-  run.add_choice("--activation", &f.activation, {"gelu", "relu"}, "feed-forward activation");
-  run.add("--dropout", &f.dropout,
-          "dropout on each sublayer's output (above 0, a batch runs as one part: --threads then "
-          "splits the kernels)")
-      .min(0)
-      .check([](double p) {
-        if (!(p < 1)) throw UsageError("must be below 1");
-      });
+  add_model_flags(run, &f.model);
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
            "threads: each step runs this many parts of the batch at once, one per thread")
@@ -164,29 +148,15 @@ void check_config_matches_flags(const nn::Metadata& metadata, const CommonFlags&
   for (const auto& [key, value] : metadata) any = any || key.rfind("config.", 0) == 0;
   if (!any) return;
   const nn::ModelConfig stored = config_from_metadata(metadata);
-  const nn::ModelConfig flagged = model_config(flags, stored.vocab, stored.max_len);
-  const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
-      {"d-model", {std::to_string(stored.d_model), std::to_string(flagged.d_model)}},
-      {"heads", {std::to_string(stored.heads), std::to_string(flagged.heads)}},
-      {"layers", {std::to_string(stored.layers), std::to_string(flagged.layers)}},
-      {"d-ff", {std::to_string(stored.d_ff), std::to_string(flagged.d_ff)}},
-      {"head-dim", {std::to_string(stored.head_dim), std::to_string(flagged.head_dim)}},
-      {"scale", {stored.scale.name(), flagged.scale.name()}},
-      {"norm", {nn::norm_placement_name(stored.norm), nn::norm_placement_name(flagged.norm)}},
-      {"activation", {stored.activation, flagged.activation}},
-      {"positional", {stored.positional, flagged.positional}},
-      {"dropout",
-       {cli::detail::format_value(stored.dropout), cli::detail::format_value(flagged.dropout)}}};
-  for (const auto& [flag, values] : fields) {
-    const std::string name = std::string("--") + flag;
+  for (const nn::ModelField& field : nn::model_fields()) {
+    const std::string name = flag_name(field), wanted = field_text(field, flags.model);
+    const std::string got = field_text(field, stored);
     bool stored_flag = false;
     for (const auto& kv : metadata) stored_flag = stored_flag || kv.first == "flag." + name;
-    if (!stored_flag || values.first == values.second) continue;
-    std::string key = flag;
-    std::replace(key.begin(), key.end(), '-', '_');
+    if (field.from_data || !stored_flag || got == wanted) continue;
     throw UsageError(
-        "the checkpoint's config." + key + " " + values.first + " differs from its flag." + name +
-        " " + values.second +
+        "the checkpoint's config." + std::string(field.name) + " " + got +
+        " differs from its flag." + name + " " + wanted +
         " (an edited checkpoint?): it builds neither model exactly; refusing to guess");
   }
 }
@@ -244,17 +214,14 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     flags.resume = dir.string();
     if (!args.seen("--out")) flags.out = flags.resume;
   }
-  if (flags.head_dim == 0 && flags.d_model % flags.heads != 0)
-    throw UsageError("--d-model " + std::to_string(flags.d_model) +
-                     " must be divisible by --heads " + std::to_string(flags.heads) +
-                     " (or set --head-dim)");
-  const int64_t d_k = flags.head_dim ? flags.head_dim : flags.d_model / flags.heads;
-  if (const auto check = nn::positional_scheme(flags.positional).check) {
-    try {
-      check({.d_k = d_k, .heads = flags.heads});
-    } catch (const Error& e) {
-      throw UsageError("--positional " + flags.positional + ": " + e.what());
-    }
+  // The fields across fields (d_model a multiple of heads, rope's even d_k);
+  // each field alone was checked as its flag was read.
+  try {
+    flags.model.validate();
+  } catch (const Error& e) {
+    std::string problem = e.what();
+    if (problem.rfind("model config: ", 0) == 0) problem.erase(0, 14);
+    throw UsageError(problem);
   }
   set_num_threads(flags.threads);
   set_reference_ops(flags.reference);
@@ -264,63 +231,10 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
   return metadata;
 }
 
-// ModelConfig's integer fields, under their metadata names.
-constexpr std::pair<const char*, int64_t nn::ModelConfig::*> kConfigSizes[] = {
-    {"vocab", &nn::ModelConfig::vocab},      {"d_model", &nn::ModelConfig::d_model},
-    {"heads", &nn::ModelConfig::heads},      {"layers", &nn::ModelConfig::layers},
-    {"d_ff", &nn::ModelConfig::d_ff},        {"max_len", &nn::ModelConfig::max_len},
-    {"head_dim", &nn::ModelConfig::head_dim}};
-
-nn::Metadata config_metadata(const nn::ModelConfig& c) {
-  nn::Metadata m;
-  for (auto [key, field] : kConfigSizes) m.emplace_back(key, std::to_string(c.*field));
-  m.insert(m.end(), {{"scale", c.scale.name()},
-                     {"norm", nn::norm_placement_name(c.norm)},
-                     {"activation", c.activation},
-                     {"positional", c.positional},
-                     {"dropout", cli::detail::format_value(c.dropout)}});
-  for (auto& [key, value] : m) key = "config." + key;
-  return m;
-}
-
-nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
-  try {
-    // A key every gradflow checkpoint has written must be there; one added
-    // since (head_dim, norm) may be missing, and then the default stands.
-    auto find = [&m](const std::string& key) -> const std::string* {
-      for (const auto& [k, v] : m)
-        if (k == "config." + key) return &v;
-      return nullptr;
-    };
-    auto get = [&m](const std::string& key) { return nn::metadata_value(m, "config." + key); };
-    nn::ModelConfig c;
-    for (auto [key, field] : kConfigSizes) {
-      if (std::string(key) == "head_dim" && !find(key)) continue;  // d_k = d_model / heads
-      cli::detail::parse_value(key, get(key), &(c.*field));
-    }
-    c.scale = parse_scale(get("scale"));
-    c.norm = nn::parse_norm_placement(get("norm"));
-    c.activation = get("activation");
-    c.positional = get("positional");
-    cli::detail::parse_value("dropout", get("dropout"), &c.dropout);
-    c.validate();
-    return c;
-  } catch (const std::exception& e) {
-    throw UsageError(std::string("--resume: bad model config in the checkpoint: ") + e.what());
-  }
-}
-
 nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_len) {
-  nn::ModelConfig c;
+  nn::ModelConfig c = f.model;
   c.vocab = vocab;
-  c.d_model = f.d_model, c.heads = f.heads, c.layers = f.layers, c.d_ff = f.d_ff;
-  c.head_dim = f.head_dim;
   c.max_len = max_len;
-  c.scale = parse_scale(f.scale);
-  c.norm = nn::parse_norm_placement(f.norm);
-  c.activation = f.activation;
-  c.positional = f.positional;
-  c.dropout = f.dropout;
   return c;
 }
 

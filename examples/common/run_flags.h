@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/model_flags.h"
 #include "nn/io/checkpoint.h"
 #include "nn/models.h"
 #include "nn/optim/schedule.h"
@@ -41,6 +43,12 @@ class RunFlags {
   }
   cli::Option<std::string>& add_choice(const std::string& name, std::string* target,
                                        std::vector<std::string> choices, std::string help);
+  // A flag whose value lives elsewhere: `set` reads the text into it (and
+  // throws on bad text), `get` writes it back as text, for the metadata and
+  // the default --help shows.
+  cli::Option<std::string>& add_text(const std::string& name, std::string help,
+                                     std::function<void(const std::string&)> set,
+                                     std::function<std::string()> get);
 
   nn::Metadata to_metadata() const;
   // Sets every run flag from a checkpoint's metadata (a flag the checkpoint
@@ -52,6 +60,7 @@ class RunFlags {
  private:
   cli::ArgParser& args_;
   std::vector<std::pair<std::string, std::function<std::string()>>> flags_;
+  std::deque<std::string> texts_;  // add_text's targets: a deque keeps them in place
 };
 
 // The flags every program has. A program sets its defaults in the struct
@@ -59,12 +68,10 @@ class RunFlags {
 struct CommonFlags {
   int64_t steps = 1000, batch = 32, warmup = 100, eval_every = 200, save_every = 500;
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
-  std::string schedule = "cosine", scale = "inv_sqrt_dk";
-  int64_t d_model = 64, heads = 4, layers = 2, d_ff = 256, head_dim = 0;
-  // The rest of nn::ModelConfig, as its names: learned|sinusoidal|rope,
-  // pre|post, gelu|relu.
-  std::string positional = "learned", norm = "pre", activation = "gelu";
-  double dropout = 0;
+  std::string schedule = "cosine";
+  // Every field a flag sets (--d-model, --scale, --positional, ...: the
+  // table of nn/model_config.h); vocab and max_len come from the data.
+  nn::ModelConfig model = {};
   int64_t seed = 0;
   int threads = 1;
   bool stop_on_nan = false, overwrite = false;
@@ -84,21 +91,6 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
                        char** argv, RunFlags& run_flags, CommonFlags& flags);
 
 std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetensors
-
-// Throws UsageError unless value is 0 or a normal float32 number, the dtype a
-// learning rate, weight decay or scale is used in: 1e300 would become
-// infinity there, 1e-50 zero and 4e-45 a subnormal.
-void check_float32(double value);
-
-// nn::ScaleMode::parse, with const:<v>'s number read by the flags' parser
-// (args.h) and checked with check_float32. Throws UsageError.
-nn::ScaleMode parse_scale(const std::string& text);
-
-// Every ModelConfig field as metadata ("config.d_model" = "64", ...) and
-// back. head_dim, absent, is 0 (d_model / heads); every other field must be
-// there.
-nn::Metadata config_metadata(const nn::ModelConfig& config);
-nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 
 // The flags' model fields with the data's vocabulary and longest sequence.
 nn::ModelConfig model_config(const CommonFlags& flags, int64_t vocab, int64_t max_len);

@@ -83,7 +83,7 @@ LoopOptions loop_options(const CommonFlags& f) {
   // (nn/dropout.h): then the batch is one part, and --threads cuts its
   // kernels instead.
   const int64_t parts =
-      f.dropout > 0 ? 1 : std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1));
+      f.model.dropout > 0 ? 1 : std::clamp<int64_t>(f.threads, 1, std::max<int64_t>(f.batch, 1));
   return {.out_dir = f.out,
           .steps = f.steps,
           .eval_every = f.eval_every,

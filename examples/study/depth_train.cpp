@@ -29,9 +29,9 @@ std::vector<RunSpec> depth_train_runs(const Settings& settings, const DepthTrain
         for (int64_t seed = 0; seed < o.seeds; ++seed) {
           RunSpec spec;
           spec.task = reverse_setup();
-          spec.task.layers = o.layers, spec.task.steps = o.steps, spec.task.lr = o.lr;
+          spec.task.model.layers = o.layers, spec.task.steps = o.steps, spec.task.lr = o.lr;
           // d_k = d_model: the mode matters as much as it does at d_k 32.
-          spec.key = {"reverse", mode, spec.task.d_model, seed};
+          spec.key = {"reverse", mode, spec.task.model.d_model, seed};
           spec.pre_ln = std::string(placement) == "pre_ln";
           spec.warmup = warmup;
           spec.record_blocks = true;

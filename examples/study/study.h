@@ -172,7 +172,10 @@ void fill_normal(std::span<float> out, Generator& gen);
 // attention must be sharp and driven by content). docs/study.md says why.
 struct TaskSetup {
   std::string task;
-  int64_t d_model = 64, layers = 1, d_ff = 128, heads = 1, steps = 400;
+  // The model's sizes (vocab, max_len, d_k, scale, norm and positions are
+  // the run's: run_shape).
+  nn::ModelConfig model = {.d_model = 64, .heads = 1, .layers = 1, .d_ff = 128};
+  int64_t steps = 400;
   double lr = 2e-3;  // AdamW's peak, after a linear warm-up over 5% of the steps
   // Stop a run at its first evaluation with this held-out accuracy (0: never):
   // recall's outcome is whether and when it is solved, so a solved run has

@@ -218,8 +218,9 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
   md << "## train: in training\n\n";
   for (const TaskSetup& t : o.tasks) {
     md << "- `" << t.task << "`: " << (t.task == "reverse" ? "encoder-decoder" : "decoder-only")
-       << ", " << t.layers << " layer(s) per stack, d_model " << t.d_model << ", d_ff " << t.d_ff
-       << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps) << " steps"
+       << ", " << t.model.layers << " layer(s) per stack, d_model " << t.model.d_model << ", d_ff "
+       << t.model.d_ff << ", one head of size d_k, " << (o.steps > 0 ? o.steps : t.steps)
+       << " steps"
        << (t.stop_at > 0 ? " at most (a run stops at its first evaluation with " +
                                significant(100 * t.stop_at) + "% held-out accuracy: solved)"
                          : "")

@@ -25,20 +25,14 @@ namespace gradflow::study {
 
 TaskSetup reverse_setup() {
   return {.task = "reverse",
-          .d_model = 32,
-          .layers = 1,
-          .d_ff = 64,
-          .heads = 1,
+          .model = {.d_model = 32, .heads = 1, .layers = 1, .d_ff = 64},
           .steps = 200,
           .lr = 3e-3};
 }
 
 TaskSetup recall_setup() {
   return {.task = "recall",
-          .d_model = 32,
-          .layers = 2,
-          .d_ff = 64,
-          .heads = 1,
+          .model = {.d_model = 32, .heads = 1, .layers = 2, .d_ff = 64},
           .steps = 400,
           .lr = 3e-3,
           .stop_at = 0.99,
@@ -176,7 +170,8 @@ Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
   }
   o.first = adam(plain);
   o.hidden = adam(scaled);
-  o.hidden_factor = static_cast<double>(kMuPBaseWidth) / static_cast<double>(spec.task.d_model);
+  o.hidden_factor =
+      static_cast<double>(kMuPBaseWidth) / static_cast<double>(spec.task.model.d_model);
   return o;
 }
 
@@ -242,7 +237,7 @@ RunShape run_shape(const RunSpec& spec) {
   const TaskSetup& task = spec.task;
   RunShape shape;
   nn::ModelConfig& c = shape.config;
-  c.d_model = task.d_model, c.heads = task.heads, c.layers = task.layers, c.d_ff = task.d_ff;
+  c = task.model;
   c.head_dim = spec.key.d_k;
   c.norm = spec.pre_ln ? nn::NormPlacement::Pre : nn::NormPlacement::Post;
   c.scale = scale_mode_of(spec.parametrization == Parametrization::MuP ? "inv_dk" : spec.key.mode);
@@ -269,7 +264,7 @@ RunOutput train_one(const RunSpec& spec) {
   // (task, d_k, d_model, seed): the same init, data and evaluation set.
   const uint64_t base = (spec.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
                         static_cast<uint64_t>(key.d_k) * 31 +
-                        static_cast<uint64_t>(task.d_model) * 104729 +
+                        static_cast<uint64_t>(task.model.d_model) * 104729 +
                         (task.task == "reverse" ? 1 : 2);
   Generator init(base), data(base + 100), eval_gen(base + 200);
   StudyModel model = build(spec, init);
@@ -356,8 +351,9 @@ RunOutput train_one(const RunSpec& spec) {
 std::vector<RunOutput> train_all(const std::string& part, const std::vector<RunSpec>& runs,
                                  const Settings& settings, const ProgressFn& progress) {
   auto cost = [](const RunSpec& r) {
-    return static_cast<double>(r.task.steps * r.task.layers) * static_cast<double>(r.task.d_model) *
-           static_cast<double>(r.key.d_k + r.task.d_model);
+    return static_cast<double>(r.task.steps * r.task.model.layers) *
+           static_cast<double>(r.task.model.d_model) *
+           static_cast<double>(r.key.d_k + r.task.model.d_model);
   };
   std::vector<size_t> order(runs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

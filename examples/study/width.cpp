@@ -36,7 +36,8 @@ std::vector<RunSpec> width_runs(const Settings& settings, const WidthOptions& o)
           // Two heads of d_k = d_model / 2, and d_ff = 2 d_model: every size
           // grows with the width, as muP's rules assume.
           spec.task = reverse_setup();
-          spec.task.d_model = d_model, spec.task.heads = 2, spec.task.d_ff = 2 * d_model;
+          spec.task.model.d_model = d_model, spec.task.model.heads = 2,
+          spec.task.model.d_ff = 2 * d_model;
           spec.task.steps = o.steps, spec.task.lr = lr;
           spec.key = {"reverse", p == "sp_inv_sqrt_dk" ? "inv_sqrt_dk" : "inv_dk", d_model / 2,
                       seed};
@@ -58,7 +59,7 @@ std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& o)
     const std::string p = spec.parametrization == Parametrization::MuP ? "mup"
                           : spec.key.mode == "inv_sqrt_dk"             ? "sp_inv_sqrt_dk"
                                                                        : "sp_inv_dk";
-    out.push_back({p, spec.task.d_model, outputs[i].final});
+    out.push_back({p, spec.task.model.d_model, outputs[i].final});
   }
   return out;
 }

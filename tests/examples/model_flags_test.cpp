@@ -40,7 +40,7 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
   // Dropout draws from one generator: the batch runs as one part.
   f.threads = 2;
   EXPECT_EQ(loop_options(f).parts, 1);
-  f.dropout = 0;
+  f.model.dropout = 0;
   EXPECT_EQ(loop_options(f).parts, 2);
 
   for (const std::vector<std::string>& bad : {std::vector<std::string>{"--positional", "nope"},
@@ -64,10 +64,10 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   Flags args2_flags;
   auto& [args2, run2, f2] = args2_flags;
   run2.restore(saved, {"--steps", "20"});
-  EXPECT_EQ(f2.positional, "sinusoidal");
-  EXPECT_EQ(f2.norm, "post");
-  EXPECT_EQ(f2.activation, "relu");
-  EXPECT_EQ(f2.dropout, 0.25);
+  EXPECT_EQ(f2.model.positional, "sinusoidal");
+  EXPECT_EQ(f2.model.norm, nn::NormPlacement::Post);
+  EXPECT_EQ(f2.model.activation, "relu");
+  EXPECT_EQ(f2.model.dropout, 0.25);
 
   Flags args3_flags;
   auto& [args3, run3, f3] = args3_flags;
@@ -84,10 +84,10 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   Flags args4_flags;
   auto& [args4, run4, f4] = args4_flags;
   run4.restore(old, {});
-  EXPECT_EQ(f4.positional, "learned");
-  EXPECT_EQ(f4.norm, "pre");
-  EXPECT_EQ(f4.activation, "gelu");
-  EXPECT_EQ(f4.dropout, 0);
+  EXPECT_EQ(f4.model.positional, "learned");
+  EXPECT_EQ(f4.model.norm, nn::NormPlacement::Pre);
+  EXPECT_EQ(f4.model.activation, "gelu");
+  EXPECT_EQ(f4.model.dropout, 0);
   Flags args5_flags;
   auto& [args5, run5, f5] = args5_flags;
   EXPECT_THROW(run5.restore(old, {"--norm", "post"}), cli::UsageError);
@@ -122,6 +122,78 @@ TEST(ModelFlags, EveryConfigFieldRoundTripsAndOlderKeysRead) {
   for (auto& [key, value] : bad)
     if (key == "config.norm") value = "sandwich";
   EXPECT_THROW(config_from_metadata(bad), cli::UsageError);
+}
+
+// The table of nn/model_config.h is the one list: every field a flag sets is
+// a run flag under its dashed name and a config.* key, with the same text,
+// and a value set through the flag is the value the config holds.
+TEST(ModelFlags, EveryFieldOfTheTableIsAFlagAndAMetadataKey) {
+  nn::ModelConfig want;
+  want.d_model = 24, want.heads = 3, want.layers = 5, want.d_ff = 40, want.head_dim = 6;
+  want.scale = nn::ScaleMode::parse("const:0.25");
+  want.norm = nn::NormPlacement::Post, want.activation = "relu";
+  want.positional = "alibi", want.dropout = 0.125;
+  Flags flags;
+  auto& [args, run, f] = flags;
+  std::vector<std::string> line;
+  int64_t flagged = 0;
+  for (const nn::ModelField& field : nn::model_fields()) {
+    if (field.from_data) continue;
+    ++flagged;
+    line.push_back(flag_name(field));
+    line.push_back(field_text(field, want));
+  }
+  EXPECT_EQ(flagged, 10);  // all but vocab and max_len
+  args.parse(line);
+  const nn::ModelConfig got = model_config(f, want.vocab, want.max_len);
+  EXPECT_EQ(config_metadata(got), config_metadata(want));
+  const nn::Metadata flags_meta = run.to_metadata(), config_meta = config_metadata(got);
+  for (const nn::ModelField& field : nn::model_fields()) {
+    const std::string text = field_text(field, want);
+    EXPECT_EQ(nn::metadata_value(config_meta, std::string("config.") + field.name), text);
+    if (!field.from_data) {
+      EXPECT_EQ(nn::metadata_value(flags_meta, "flag." + flag_name(field)), text) << field.name;
+    }
+  }
+  EXPECT_EQ(flag_name(nn::model_fields()[1]), "--d-model");
+}
+
+TEST(ModelFlags, EachFieldChecksItsOwnValueAndValidateTheRest) {
+  auto error_of = [](std::vector<std::string> line) {
+    Flags flags;
+    try {
+      flags.args.parse(line);
+      flags.f.model.validate();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({"--d-model", "0"}), "--d-model: must be positive, got 0");
+  EXPECT_EQ(error_of({"--head-dim", "-1"}), "--head-dim: must be >= 0, got -1");
+  EXPECT_EQ(error_of({"--layers", "2.5"}), "--layers: layers: expected an integer, got \"2.5\"");
+  EXPECT_EQ(error_of({"--dropout", "1"}), "--dropout: must be in [0, 1), got 1");
+  EXPECT_EQ(error_of({"--scale", "const:0"}), "--scale: const: must be > 0, got 0");
+  EXPECT_EQ(error_of({"--d-model", "30", "--heads", "4"}),
+            "model config: d_model (30) must be divisible by heads (4) unless head_dim is set");
+  EXPECT_EQ(error_of({"--positional", "rope", "--head-dim", "5"}),
+            "model config: positional rope: rope turns pairs of dimensions, so d_k must be even, "
+            "got 5");
+  EXPECT_EQ(error_of({"--d-model", "30", "--heads", "4", "--head-dim", "8"}), "no error");
+  nn::ModelConfig c;
+  c.positional = "nope";
+  EXPECT_THROW(
+      {
+        try {
+          c.validate();
+        } catch (const Error& e) {
+          EXPECT_STREQ(e.what(),
+                       "model config: positional unknown 'nope' (expected one of learned, "
+                       "sinusoidal, rope, alibi)");
+          throw;
+        }
+      },
+      Error);
 }
 
 }  // namespace

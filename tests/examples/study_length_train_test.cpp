@@ -60,7 +60,7 @@ TEST(LengthTrain, EveryLengthIsEvaluatedAfterTraining) {
 TEST(LengthTrain, LookupIsRecallOverFusedPairs) {
   const TaskSetup t = lookup_task();
   EXPECT_EQ(t.task, "lookup");
-  EXPECT_EQ(t.layers, 2);
+  EXPECT_EQ(t.model.layers, 2);
   EXPECT_TRUE(t.recall.fused_pairs);
   LengthOptions o;
   o.seeds = 2;

@@ -236,7 +236,7 @@ TEST(RunFlags, RestoreTakesTheCheckpointsValuesAndRejectsContradictions) {
   make(args2, run2, f2, task2);
   run2.restore(saved, {"--steps", "20", "--threads", "2", "--lr", "0.1"});
   EXPECT_EQ(task2, "reverse");
-  EXPECT_EQ(f2.d_model, 32);
+  EXPECT_EQ(f2.model.d_model, 32);
   EXPECT_EQ(f2.lr, 0.1);
   EXPECT_EQ(f2.steps, 20);  // may change
   EXPECT_EQ(f2.threads, 2);
@@ -278,8 +278,8 @@ TEST(RunFlags, AFlagTheCheckpointPredatesTakesItsDefault) {
   CommonFlags f2;
   make(args2, run2, f2);
   run2.restore(old, {"--steps", "20"});
-  EXPECT_EQ(f2.d_model, 32);
-  EXPECT_EQ(f2.head_dim, 0);
+  EXPECT_EQ(f2.model.d_model, 32);
+  EXPECT_EQ(f2.model.head_dim, 0);
 
   cli::ArgParser args3("t", "");
   RunFlags run3(args3);
