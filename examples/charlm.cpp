@@ -14,13 +14,12 @@
 #include "examples/common/args.h"
 #include "examples/common/csv_log.h"
 #include "examples/common/number_text.h"
-#include "examples/common/training.h"
+#include "examples/common/program.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/text_corpus.h"
 #include "nn/generate.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim/optim.h"
 #include "tensor/creation.h"
 
 namespace gradflow::examples {
@@ -89,11 +88,6 @@ std::string default_prompt(const nn::CharDataset& data) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("charlm",
-                      "Train a character-level transformer language model (decoder-only) on a "
-                      "text file, or on a built-in generated English-like corpus, and sample "
-                      "from it.");
-  RunFlags run_flags(args);
   CommonFlags flags{.steps = 600,
                     .batch = 16,
                     .warmup = 30,
@@ -101,9 +95,14 @@ int run(int argc, char** argv) {
                     .save_every = 200,
                     .lr = 4e-3,
                     .out = "runs/charlm"};
+  TrainingProgram program("charlm",
+                          "Train a character-level transformer language model (decoder-only) on "
+                          "a text file, or on a built-in generated English-like corpus, and "
+                          "sample from it.",
+                          flags);
   std::string text_file;
   int64_t corpus_chars = 200000, context = 64;
-  run_flags.add("--text", &text_file, "train on this file instead of the built-in corpus")
+  program.run_flags.add("--text", &text_file, "train on this file instead of the built-in corpus")
       .metavar("FILE")
       .check([](const std::string& file) {
         if (!file.empty()) cli::require_regular_file(file);
@@ -112,31 +111,36 @@ int run(int argc, char** argv) {
       .normalize([](const std::string& file) {
         return file.empty() ? file : std::filesystem::absolute(file).lexically_normal().string();
       });
-  run_flags.add("--corpus-chars", &corpus_chars, "size of the built-in corpus")
+  program.run_flags.add("--corpus-chars", &corpus_chars, "size of the built-in corpus")
       .min(1000)
       .max(int64_t{1} << 28);
-  run_flags.add("--context", &context, "characters the model sees (its max_len)").min(2).max(4096);
-  add_common_flags(args, run_flags, flags);
+  program.run_flags.add("--context", &context, "characters the model sees (its max_len)")
+      .min(2)
+      .max(4096);
+  program.add_common_flags();
   double temperature = 0.8;
   int64_t top_k = 0, sample_tokens = 300, eval_batches = 8;
   std::string prompt;
   bool sample_each_eval = false;
-  args.add("--temperature", &temperature, "sampling temperature (0: greedy)").min(0).max(100);
-  args.add("--top-k", &top_k, "sample from the k likeliest characters (0: all)").min(0);
-  args.add("--sample-tokens", &sample_tokens, "characters to sample at the end").min(0);
-  args.add("--prompt", &prompt,
+  program.args.add("--temperature", &temperature, "sampling temperature (0: greedy)")
+      .min(0)
+      .max(100);
+  program.args.add("--top-k", &top_k, "sample from the k likeliest characters (0: all)").min(0);
+  program.args.add("--sample-tokens", &sample_tokens, "characters to sample at the end").min(0);
+  program.args
+      .add("--prompt", &prompt,
            "text the samples start from (if not given: \"The \" if the text has those characters, "
            "else its first word)")
       .check([](const std::string& p) {
         if (p.empty()) throw cli::UsageError("must not be empty");
       });
-  args.add_flag("--sample-each-eval", &sample_each_eval, "also print a sample at each evaluation");
+  program.args.add_flag("--sample-each-eval", &sample_each_eval,
+                        "also print a sample at each evaluation");
   // A run flag: what val_loss is measured on.
-  run_flags.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
+  program.run_flags.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
       .min(1)
       .max(10000);
-  args.parse(argc, argv);
-  nn::Metadata resumed = setup_run("charlm", args, argc, argv, run_flags, flags);
+  program.parse(argc, argv);
 
   const nn::CharDataset data =
       text_file.empty()
@@ -156,6 +160,7 @@ int run(int argc, char** argv) {
   } catch (const std::exception& e) {
     throw cli::UsageError(std::string("--prompt: ") + e.what());
   }
+  const nn::Metadata& resumed = program.checkpoint();
   if (!resumed.empty() && nn::metadata_value(resumed, "vocab_bytes") != vocab_codes(data.chars()))
     throw cli::UsageError("--resume: the text's characters differ from the checkpoint's");
   // A text edited in place may keep its characters and still be other data.
@@ -166,30 +171,18 @@ int run(int argc, char** argv) {
                             " is not the text the checkpoint trained on (its digest differs: "
                             "edited or replaced since); restore it, or start a new run");
 
-  const nn::ModelConfig config = resumed.empty() ? model_config(flags, data.vocab_size(), context)
-                                                 : config_from_metadata(resumed);
-  const cli::RunLock lock =
-      prepare_run(flags, {.kind = ModelKind::kDecoder,
-                          .config = config,
-                          .batch = flags.batch,
-                          .tgt_len = context,
-                          .eval_batch = flags.batch});  // split_loss's batches
-  Generator init(static_cast<uint64_t>(flags.seed)), batches(static_cast<uint64_t>(flags.seed) + 1),
-      sampler(static_cast<uint64_t>(flags.seed) + 2);
-  nn::DecoderLM model(config, init);
-  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
-  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+  const nn::ModelConfig config =
+      program.prepare(data.vocab_size(), context,
+                      {.kind = ModelKind::kDecoder,
+                       .tgt_len = context,
+                       .eval_batch = flags.batch});  // split_loss's batches
+  nn::DecoderLM model(config, program.init);
+  Generator& sampler = program.add_generator("sample");
   const nn::GenerateOptions sampling{.temperature = temperature, .top_k = top_k};
-
   std::cout << "charlm: " << (text_file.empty() ? "built-in corpus" : text_file) << ", "
             << data.size() << " characters (" << data.split_size(nn::Split::Val)
-            << " held out), vocabulary " << data.vocab_size() << "; " << model.num_parameters()
-            << " parameters (d_model " << config.d_model << ", heads " << config.heads
-            << ", layers " << config.layers << ", d_ff " << config.d_ff << ", context "
-            << config.max_len << ", scale " << config.scale.name() << ")\n"
-            << "  " << flags.steps << " steps of " << flags.batch << " windows, "
-            << schedule.describe(cli::number_text) << "; output in " << flags.out << "\n"
-            << std::flush;
+            << " held out), vocabulary " << data.vocab_size() << "; "
+            << describe_model(model, config, "context " + std::to_string(config.max_len)) << "\n";
 
   // Mean loss of eval_batches fixed windows of a split, drawn from a
   // generator of their own so evaluation never moves the training stream.
@@ -203,14 +196,10 @@ int run(int argc, char** argv) {
     }
     return total / static_cast<double>(eval_batches);
   };
-  LoopOptions loop = loop_options(flags);
-  loop.metrics = {"train_loss", "val_loss"};
-  loop.metadata = run_metadata("charlm", config, run_flags);
-  loop.metadata.emplace_back("vocab_bytes", vocab_codes(data.chars()));
-  if (!digest.empty()) loop.metadata.emplace_back("text_digest", digest);
   Hooks hooks;
   hooks.batch = [&]() -> PartLoss {
-    auto [x, y] = data.batch(nn::Split::Train, flags.batch, context, batches);
+    // The next training windows, drawn with the run's data generator.
+    auto [x, y] = data.batch(nn::Split::Train, flags.batch, context, program.data);
     const int64_t count = y.numel();
     return [&model, x, y, count](int64_t part, int64_t parts) {
       return nn::cross_entropy(model.forward(part_rows(x, part, parts)), part_rows(y, part, parts),
@@ -224,26 +213,21 @@ int run(int argc, char** argv) {
                                    sampling, sampler);
     return e;
   };
-  TrainResult result =
-      run_training(model, optimizer, schedule,
-                   {{"init", &init}, {"data", &batches}, {"sample", &sampler}}, loop, hooks);
-  if (result.outcome != Outcome::kFinished) return exit_code(result);
-
-  model.eval();
-  NoGradGuard no_grad;
-  if (result.metrics.empty()) result.metrics = hooks.evaluate().metrics;
-  std::printf("loss: train %.4f, validation %.4f (nats per character; uniform would be %.2f)\n",
-              result.metrics[0], result.metrics[1],
-              std::log(static_cast<double>(data.vocab_size())));
-  if (result.skipped > 0)
-    std::printf("%lld steps skipped for non-finite values\n",
-                static_cast<long long>(result.skipped));
-  if (sample_tokens > 0)
-    std::printf("sample (temperature %s, top-k %lld):\n%s\n", cli::number_text(temperature).c_str(),
-                static_cast<long long>(top_k),
-                sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
-  std::cout << wrote_line(flags.out, result.written) << "\n";
-  return 0;
+  Report report{.batch_of = "windows",
+                .metrics = {"train_loss", "val_loss"},
+                .metadata = {{"vocab_bytes", vocab_codes(data.chars())}}};
+  if (!digest.empty()) report.metadata.emplace_back("text_digest", digest);
+  report.summary = [&](const std::vector<double>& metrics) {
+    std::printf("loss: train %.4f, validation %.4f (nats per character; uniform would be %.2f)\n",
+                metrics[0], metrics[1], std::log(static_cast<double>(data.vocab_size())));
+  };
+  report.show = [&] {
+    if (sample_tokens > 0)
+      std::printf("sample (temperature %s, top-k %lld):\n%s\n",
+                  cli::number_text(temperature).c_str(), static_cast<long long>(top_k),
+                  sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
+  };
+  return program.train(model, hooks, report);
 }
 
 }  // namespace

@@ -9,11 +9,9 @@
 #include <vector>
 
 #include "examples/common/args.h"
-#include "examples/common/number_text.h"
-#include "examples/common/training.h"
+#include "examples/common/program.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim/optim.h"
 #include "tensor/creation.h"
 #include "tensor/ops.h"
 
@@ -83,11 +81,6 @@ Scores score(const nn::EncoderClassifier& model, const std::vector<Batch>& set) 
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("classify",
-                      "Train an encoder-only transformer to classify sequences: does the first "
-                      "symbol appear again later in the sequence? (Balanced yes/no; it needs "
-                      "attention from every position to the first.) Reports held-out accuracy.");
-  RunFlags run_flags(args);
   CommonFlags flags{.steps = 1000,
                     .batch = 64,
                     .warmup = 50,
@@ -96,58 +89,45 @@ int run(int argc, char** argv) {
                     .lr = 2e-3,
                     .model = {.d_model = 32, .heads = 2, .layers = 2, .d_ff = 64},
                     .out = "runs/classify"};
+  TrainingProgram program("classify",
+                          "Train an encoder-only transformer to classify sequences: does the "
+                          "first symbol appear again later in the sequence? (Balanced yes/no; it "
+                          "needs attention from every position to the first.) Reports held-out "
+                          "accuracy.",
+                          flags);
   Task task;
-  run_flags.add("--symbols", &task.symbols, "alphabet size").min(2).max(10000);
-  run_flags.add("--min-len", &task.min_len, "shortest sequence").min(2).max(4096);
-  run_flags.add("--max-len", &task.max_len, "longest sequence").min(2).max(4096);
-  add_common_flags(args, run_flags, flags);
+  program.run_flags.add("--symbols", &task.symbols, "alphabet size").min(2).max(10000);
+  program.run_flags.add("--min-len", &task.min_len, "shortest sequence").min(2).max(4096);
+  program.run_flags.add("--max-len", &task.max_len, "longest sequence").min(2).max(4096);
+  program.add_common_flags();
   int64_t eval_examples = 1024, show = 6;
   // A run flag: what val_loss and the accuracy are measured on.
-  run_flags.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
-  args.add("--show", &show, "classified examples printed at the end").min(0);
-  args.parse(argc, argv);
-  nn::Metadata resumed = setup_run("classify", args, argc, argv, run_flags, flags);
+  program.run_flags.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
+  program.args.add("--show", &show, "classified examples printed at the end").min(0);
+  program.parse(argc, argv);
   if (task.min_len > task.max_len)
     throw cli::UsageError("--min-len " + std::to_string(task.min_len) + " exceeds --max-len " +
                           std::to_string(task.max_len));
 
-  const nn::ModelConfig config = resumed.empty()
-                                     ? model_config(flags, task.symbols + 1, task.max_len)
-                                     : config_from_metadata(resumed);
-  const cli::RunLock lock =
-      prepare_run(flags, {.kind = ModelKind::kEncoder,
-                          .config = config,
-                          .batch = flags.batch,
-                          .src_len = task.max_len,
-                          .classes = 2,
-                          .eval_batch = std::min<int64_t>(eval_examples, 256)});
-  Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
-  nn::EncoderClassifier model(/*classes=*/2, config, init);
-  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
-  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+  const nn::ModelConfig config =
+      program.prepare(task.symbols + 1, task.max_len,
+                      {.kind = ModelKind::kEncoder,
+                       .src_len = task.max_len,
+                       .classes = 2,
+                       .eval_batch = std::min<int64_t>(eval_examples, 256)});
+  nn::EncoderClassifier model(/*classes=*/2, config, program.init);
   // Held out: its own generator, so it neither moves nor replays the training stream.
-  Generator eval_gen(static_cast<uint64_t>(flags.seed) ^ 0x9e3779b97f4a7c15ull);
+  Generator eval_gen = program.held_out_generator();
   std::vector<Batch> eval_set;
   for (int64_t left = eval_examples; left > 0; left -= 256)
     eval_set.push_back(make_batch(task, std::min<int64_t>(left, 256), eval_gen));
-
   std::cout << "classify: does the first symbol recur? " << task.symbols << " symbols, lengths "
-            << task.min_len << ".." << task.max_len << "; " << model.num_parameters()
-            << " parameters (d_model " << config.d_model << ", heads " << config.heads
-            << ", layers " << config.layers << ", d_ff " << config.d_ff << ", scale "
-            << config.scale.name() << ")\n"
-            << "  " << flags.steps << " steps of " << flags.batch << " examples, "
-            << schedule.describe(cli::number_text) << "; " << eval_examples
-            << " held-out examples; output in " << flags.out << "\n"
-            << std::flush;
+            << task.min_len << ".." << task.max_len << "; " << describe_model(model, config)
+            << "\n";
 
-  LoopOptions loop = loop_options(flags);
-  loop.metrics = {"val_loss", "accuracy"};
-  loop.metadata = run_metadata("classify", config, run_flags);
-  loop.metadata.emplace_back("classes", "2");
   Hooks hooks;
   hooks.batch = [&]() -> PartLoss {
-    Batch b = make_batch(task, flags.batch, data);
+    Batch b = make_batch(task, flags.batch, program.data);
     const int64_t count = b.labels.numel();
     return [&model, b, count](int64_t part, int64_t parts) {
       auto rows = [&](const Tensor& t) { return part_rows(t, part, parts); };
@@ -159,27 +139,23 @@ int run(int argc, char** argv) {
     Scores s = score(model, eval_set);
     return Evaluation{{s.loss, s.accuracy}, ""};
   };
-  TrainResult result =
-      run_training(model, optimizer, schedule, {{"init", &init}, {"data", &data}}, loop, hooks);
-  if (result.outcome != Outcome::kFinished) return exit_code(result);
-
-  model.eval();
-  NoGradGuard no_grad;
-  if (result.metrics.empty()) result.metrics = hooks.evaluate().metrics;
-  std::printf("held-out (%lld examples): accuracy %.2f%%, loss %.4g\n",
-              static_cast<long long>(eval_examples), 100 * result.metrics[1], result.metrics[0]);
-  if (result.skipped > 0)
-    std::printf("%lld steps skipped for non-finite values\n",
-                static_cast<long long>(result.skipped));
-  const Batch& b = eval_set.front();
-  Tensor p = softmax(model.forward(b.ids, b.pad).data(), 1);
-  for (int64_t i = 0; i < std::min(show, b.labels.shape()[0]); ++i) {
-    const bool yes = p.at({i, 1}) > 0.5, want = b.labels.at({i}) == 1;
-    std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
-                p.at({i, 1}), yes == want ? "" : "   WRONG");
-  }
-  std::cout << wrote_line(flags.out, result.written) << "\n";
-  return 0;
+  Report report{.held_out = std::to_string(eval_examples) + " held-out examples",
+                .metrics = {"val_loss", "accuracy"},
+                .metadata = {{"classes", "2"}}};
+  report.summary = [&](const std::vector<double>& metrics) {
+    std::printf("held-out (%lld examples): accuracy %.2f%%, loss %.4g\n",
+                static_cast<long long>(eval_examples), 100 * metrics[1], metrics[0]);
+  };
+  report.show = [&] {
+    const Batch& b = eval_set.front();
+    Tensor p = softmax(model.forward(b.ids, b.pad).data(), 1);
+    for (int64_t i = 0; i < std::min(show, b.labels.shape()[0]); ++i) {
+      const bool yes = p.at({i, 1}) > 0.5, want = b.labels.at({i}) == 1;
+      std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
+                  p.at({i, 1}), yes == want ? "" : "   WRONG");
+    }
+  };
+  return program.train(model, hooks, report);
 }
 
 }  // namespace

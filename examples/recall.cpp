@@ -10,12 +10,10 @@
 #include <vector>
 
 #include "examples/common/args.h"
-#include "examples/common/number_text.h"
-#include "examples/common/training.h"
+#include "examples/common/program.h"
 #include "nn/data/recall_task.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim/optim.h"
 
 namespace gradflow::examples {
 namespace {
@@ -104,15 +102,6 @@ void print_answers(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args(
-      "recall",
-      "Train a decoder-only transformer on multi-query associative recall: each sequence lists "
-      "key-value pairs, then asks for the values of some of its keys (k3 v7 k12 v1 ... | k12 v1 "
-      "...); only the answers are scored. It needs an induction circuit, which forms suddenly: "
-      "accuracy sits near chance, then jumps. With no arguments it reaches 100% held-out "
-      "accuracy for seeds 0, 1 and 2 (the jump comes near step 300 of 1000). Output goes to "
-      "runs/recall unless --out is given.");
-  RunFlags run_flags(args);
   CommonFlags flags{.steps = 1000,
                     .batch = 64,
                     .warmup = 50,
@@ -121,26 +110,37 @@ int run(int argc, char** argv) {
                     .lr = 3e-3,
                     .model = {.d_model = 64, .heads = 2, .layers = 2, .d_ff = 128},
                     .out = "runs/recall"};
+  TrainingProgram program(
+      "recall",
+      "Train a decoder-only transformer on multi-query associative recall: each sequence lists "
+      "key-value pairs, then asks for the values of some of its keys (k3 v7 k12 v1 ... | k12 v1 "
+      "...); only the answers are scored. It needs an induction circuit, which forms suddenly: "
+      "accuracy sits near chance, then jumps. With no arguments it reaches 100% held-out "
+      "accuracy for seeds 0, 1 and 2 (the jump comes near step 300 of 1000). Output goes to "
+      "runs/recall unless --out is given.",
+      flags);
   int64_t keys = 32, pairs = 8, queries = 0;
-  run_flags.add("--keys", &keys, "distinct keys, and distinct values, to draw from")
+  program.run_flags.add("--keys", &keys, "distinct keys, and distinct values, to draw from")
       .min(1)
       .max(4096);
-  run_flags.add("--pairs", &pairs, "key-value pairs per sequence (at most --keys)")
+  program.run_flags.add("--pairs", &pairs, "key-value pairs per sequence (at most --keys)")
       .min(1)
       .max(2048);
-  run_flags.add("--queries", &queries, "keys asked for per sequence (at most --pairs; 0: --pairs)")
+  program.run_flags
+      .add("--queries", &queries, "keys asked for per sequence (at most --pairs; 0: --pairs)")
       .min(0)
       .max(2048);
-  add_common_flags(args, run_flags, flags);
+  program.add_common_flags();
   int64_t eval_examples = 512, show = 4;
   // A run flag: what val_loss and the accuracy are measured on.
-  run_flags.add("--eval-examples", &eval_examples, "held-out sequences (in batches of up to 128)")
+  program.run_flags
+      .add("--eval-examples", &eval_examples, "held-out sequences (in batches of up to 128)")
       .min(1)
       .max(1 << 20);
-  args.add("--show", &show, "held-out sequences printed with the model's answers at the end")
+  program.args
+      .add("--show", &show, "held-out sequences printed with the model's answers at the end")
       .min(0);
-  args.parse(argc, argv);
-  nn::Metadata resumed = setup_run("recall", args, argc, argv, run_flags, flags);
+  program.parse(argc, argv);
   if (pairs > keys)
     throw cli::UsageError("--pairs " + std::to_string(pairs) + " exceeds --keys " +
                           std::to_string(keys) + " (keys are distinct within a sequence)");
@@ -156,41 +156,24 @@ int run(int argc, char** argv) {
   }
 
   const nn::ModelConfig config =
-      resumed.empty() ? model_config(flags, nn::recall_vocab_size(task), nn::recall_seq_len(task))
-                      : config_from_metadata(resumed);
-  const cli::RunLock lock =
-      prepare_run(flags, {.kind = ModelKind::kDecoder,
-                          .config = config,
-                          .batch = flags.batch,
-                          .tgt_len = nn::recall_seq_len(task),
-                          .eval_batch = std::min<int64_t>(eval_examples, 128)});
-  Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
-  nn::DecoderLM model(config, init);
-  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
-  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+      program.prepare(nn::recall_vocab_size(task), nn::recall_seq_len(task),
+                      {.kind = ModelKind::kDecoder,
+                       .tgt_len = nn::recall_seq_len(task),
+                       .eval_batch = std::min<int64_t>(eval_examples, 128)});
+  nn::DecoderLM model(config, program.init);
   // Held out: its own generator, so it neither moves nor replays the training stream.
-  Generator eval_gen(static_cast<uint64_t>(flags.seed) ^ 0x9e3779b97f4a7c15ull);
+  Generator eval_gen = program.held_out_generator();
   std::vector<nn::RecallBatch> eval_set;
   for (int64_t left = eval_examples; left > 0; left -= 128)
     eval_set.push_back(nn::make_recall_batch(task, std::min<int64_t>(left, 128), eval_gen));
-
   std::cout << "recall: " << task.pairs << " pairs of " << task.n_keys << " keys and "
             << task.n_values << " values, " << task.queries << " queries per sequence (length "
             << nn::recall_seq_len(task) + 1 << "), vocab " << config.vocab << "; "
-            << model.num_parameters() << " parameters (d_model " << config.d_model << ", heads "
-            << config.heads << ", layers " << config.layers << ", d_ff " << config.d_ff
-            << ", scale " << config.scale.name() << ")\n"
-            << "  " << flags.steps << " steps of " << flags.batch << " sequences, "
-            << schedule.describe(cli::number_text) << "; " << eval_examples
-            << " held-out sequences; output in " << flags.out << "\n"
-            << std::flush;
+            << describe_model(model, config) << "\n";
 
-  LoopOptions loop = loop_options(flags);
-  loop.metrics = {"val_loss", "accuracy"};
-  loop.metadata = run_metadata("recall", config, run_flags);
   Hooks hooks;
   hooks.batch = [&]() -> PartLoss {
-    nn::RecallBatch b = nn::make_recall_batch(task, flags.batch, data);
+    nn::RecallBatch b = nn::make_recall_batch(task, flags.batch, program.data);
     const int64_t count = nn::counted_targets(b.target, kPad);
     return [&model, b, count](int64_t part, int64_t parts) {
       return nn::cross_entropy(model.forward(part_rows(b.input, part, parts)),
@@ -201,26 +184,21 @@ int run(int argc, char** argv) {
     Scores s = score(model, eval_set);
     return Evaluation{{s.loss, s.accuracy}, ""};
   };
-  TrainResult result =
-      run_training(model, optimizer, schedule, {{"init", &init}, {"data", &data}}, loop, hooks);
-  if (result.outcome != Outcome::kFinished) return exit_code(result);
-
-  model.eval();
-  NoGradGuard no_grad;
-  if (result.metrics.empty()) result.metrics = hooks.evaluate().metrics;
-  std::printf(
-      "held-out (%lld sequences, %lld answers): accuracy %.2f%% (chance %.1f%%), loss %.4g\n",
-      static_cast<long long>(eval_examples), static_cast<long long>(eval_examples * task.queries),
-      100 * result.metrics[1], 100.0 / static_cast<double>(task.n_values), result.metrics[0]);
-  if (result.skipped > 0)
-    std::printf("%lld steps skipped for non-finite values\n",
-                static_cast<long long>(result.skipped));
-  if (show > 0) {
+  Report report{.batch_of = "sequences",
+                .held_out = std::to_string(eval_examples) + " held-out sequences",
+                .metrics = {"val_loss", "accuracy"}};
+  report.summary = [&](const std::vector<double>& metrics) {
+    std::printf(
+        "held-out (%lld sequences, %lld answers): accuracy %.2f%% (chance %.1f%%), loss %.4g\n",
+        static_cast<long long>(eval_examples), static_cast<long long>(eval_examples * task.queries),
+        100 * metrics[1], 100.0 / static_cast<double>(task.n_values), metrics[0]);
+  };
+  report.show = [&] {
+    if (show == 0) return;
     std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
     print_answers(model, task, eval_set.front(), show);
-  }
-  std::cout << wrote_line(flags.out, result.written) << "\n";
-  return 0;
+  };
+  return program.train(model, hooks, report);
 }
 
 }  // namespace

@@ -9,12 +9,10 @@
 #include <vector>
 
 #include "examples/common/args.h"
-#include "examples/common/number_text.h"
-#include "examples/common/training.h"
+#include "examples/common/program.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
 #include "nn/models.h"
-#include "nn/optim/optim.h"
 
 namespace gradflow::examples {
 namespace {
@@ -94,11 +92,6 @@ std::string default_steps_text() {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("seq2seq",
-                      "Train an encoder-decoder transformer on a toy task and report held-out "
-                      "token and sequence accuracy of greedy decoding. Output goes to "
-                      "runs/seq2seq-<task> unless --out is given.");
-  RunFlags run_flags(args);
   CommonFlags flags{.steps = default_steps("reverse"),
                     .batch = 64,
                     .warmup = 40,
@@ -106,82 +99,69 @@ int run(int argc, char** argv) {
                     .save_every = 200,
                     .lr = 3e-3,
                     .out = "runs/seq2seq-reverse"};
+  TrainingProgram program("seq2seq",
+                          "Train an encoder-decoder transformer on a toy task and report held-out "
+                          "token and sequence accuracy of greedy decoding. Output goes to "
+                          "runs/seq2seq-<task> unless --out is given.",
+                          flags);
   nn::ToyTaskConfig task{.task = "reverse"};
   std::vector<std::string> tasks;
   for (const TaskSteps& t : kTaskSteps) tasks.emplace_back(t.task);
-  run_flags.add_choice("--task", &task.task, tasks, "what the decoder must output");
-  run_flags.add("--symbols", &task.n_symbols, "alphabet size (copy, reverse, sort)").min(1);
-  run_flags.add("--min-len", &task.min_len, "shortest source (copy, reverse, sort)").min(1);
-  run_flags.add("--max-len", &task.max_len, "longest source (copy, reverse, sort)")
+  program.run_flags.add_choice("--task", &task.task, tasks, "what the decoder must output");
+  program.run_flags.add("--symbols", &task.n_symbols, "alphabet size (copy, reverse, sort)").min(1);
+  program.run_flags.add("--min-len", &task.min_len, "shortest source (copy, reverse, sort)").min(1);
+  program.run_flags.add("--max-len", &task.max_len, "longest source (copy, reverse, sort)")
       .min(1)
       .max(nn::kMaxToyLength);
-  run_flags.add("--digits", &task.max_digits, "most digits per operand (addition)")
+  program.run_flags.add("--digits", &task.max_digits, "most digits per operand (addition)")
       .min(1)
       .max(nn::kMaxToyLength);
-  add_common_flags(args, run_flags, flags);
+  program.add_common_flags();
   int64_t eval_examples = 512, show = 6;
   // A run flag: what val_loss and the accuracy are measured on.
-  run_flags.add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)")
+  program.run_flags
+      .add("--eval-examples", &eval_examples, "held-out examples (in batches of up to 128)")
       .min(1)
       .max(1 << 20);
-  args.add("--show", &show, "greedy decodes printed at the end").min(0);
-  args.set_default_text("--steps", default_steps_text());
-  args.parse(argc, argv);
-  // A flag the task has no use for is a mistake, not something to ignore. (A
-  // resume restores the task's flags and refuses any that differ.)
-  if (flags.resume.empty()) {
+  program.args.add("--show", &show, "greedy decodes printed at the end").min(0);
+  program.args.set_default_text("--steps", default_steps_text());
+  program.parse(argc, argv, [&] {
+    // A flag the task has no use for is a mistake, not something to ignore.
+    // (A resume restores the task's flags and refuses any that differ.)
+    if (!flags.resume.empty()) return;
     const bool addition = task.task == "addition";
     for (const char* name : {"--symbols", "--min-len", "--max-len", "--digits"})
-      if (args.seen(name) && (std::string(name) == "--digits") != addition)
+      if (program.args.seen(name) && (std::string(name) == "--digits") != addition)
         throw cli::UsageError(std::string(name) + " applies to " +
                               (addition ? "copy, reverse and sort" : "addition") +
                               ", not to --task " + task.task);
-  }
-  nn::Metadata resumed = setup_run("seq2seq", args, argc, argv, run_flags, flags);
+  });
   // A resumed run has its --steps from the checkpoint (seen, as if given).
-  if (!args.seen("--steps")) flags.steps = default_steps(task.task);
+  if (!program.args.seen("--steps")) flags.steps = default_steps(task.task);
   try {
     nn::validate_toy_task(task);
   } catch (const std::exception& e) {
     throw cli::UsageError(e.what());
   }
-  if (!args.seen("--out") && flags.resume.empty()) flags.out = "runs/seq2seq-" + task.task;
+  if (!program.args.seen("--out") && flags.resume.empty()) flags.out = "runs/seq2seq-" + task.task;
 
-  const nn::ModelConfig config = resumed.empty()
-                                     ? model_config(flags, nn::vocab_size(task),
-                                                    std::max(nn::src_len(task), nn::tgt_len(task)))
-                                     : config_from_metadata(resumed);
-  const cli::RunLock lock =
-      prepare_run(flags, {.kind = ModelKind::kEncoderDecoder,
-                          .config = config,
-                          .batch = flags.batch,
-                          .src_len = nn::src_len(task),
-                          .tgt_len = nn::tgt_len(task),
-                          .eval_batch = std::min<int64_t>(eval_examples, 128)});
-  Generator init(static_cast<uint64_t>(flags.seed)), data(static_cast<uint64_t>(flags.seed) + 1);
-  nn::EncoderDecoder model(config, init);
-  nn::AdamW optimizer(model.parameters(), flags.lr, 0.9, 0.999, 1e-8, flags.weight_decay);
-  const nn::LrSchedule schedule = make_schedule(flags, config.d_model);
+  const nn::ModelConfig config =
+      program.prepare(nn::vocab_size(task), std::max(nn::src_len(task), nn::tgt_len(task)),
+                      {.kind = ModelKind::kEncoderDecoder,
+                       .src_len = nn::src_len(task),
+                       .tgt_len = nn::tgt_len(task),
+                       .eval_batch = std::min<int64_t>(eval_examples, 128)});
+  nn::EncoderDecoder model(config, program.init);
   const int64_t eval_batch = std::min<int64_t>(eval_examples, 128);
   const std::vector<nn::Seq2SeqBatch> eval_set = nn::make_eval_set(
       task, (eval_examples + eval_batch - 1) / eval_batch, eval_batch, flags.seed);
   const int64_t n_eval = eval_batch * static_cast<int64_t>(eval_set.size());
-
   std::cout << "seq2seq: task " << task.task << ", vocab " << config.vocab << ", "
-            << model.num_parameters() << " parameters (d_model " << config.d_model << ", heads "
-            << config.heads << ", layers " << config.layers << ", d_ff " << config.d_ff
-            << ", scale " << config.scale.name() << ")\n"
-            << "  " << flags.steps << " steps of " << flags.batch << " examples, "
-            << schedule.describe(cli::number_text) << "; " << n_eval
-            << " held-out examples; output in " << flags.out << "\n"
-            << std::flush;
+            << describe_model(model, config) << "\n";
 
-  LoopOptions loop = loop_options(flags);
-  loop.metrics = {"val_loss", "token_acc", "seq_acc"};
-  loop.metadata = run_metadata("seq2seq", config, run_flags);
   Hooks hooks;
   hooks.batch = [&]() -> PartLoss {
-    nn::Seq2SeqBatch b = nn::make_batch(task, flags.batch, data);
+    nn::Seq2SeqBatch b = nn::make_batch(task, flags.batch, program.data);
     const int64_t count = nn::counted_targets(b.tgt_out, nn::kPadToken);
     return [&model, b, count](int64_t part, int64_t parts) {
       auto rows = [&](const Tensor& t) { return part_rows(t, part, parts); };
@@ -193,29 +173,20 @@ int run(int argc, char** argv) {
     Scores s = score(model, task, eval_set);
     return Evaluation{{s.loss, s.token_acc, s.seq_acc}, ""};
   };
-  TrainResult result =
-      run_training(model, optimizer, schedule, {{"init", &init}, {"data", &data}}, loop, hooks);
-  if (result.outcome != Outcome::kFinished) return exit_code(result);
-
-  model.eval();
-  if (result.metrics.empty()) {  // a finished run resumed: nothing was trained
-    NoGradGuard no_grad;
-    result.metrics = hooks.evaluate().metrics;
-  }
-  std::printf(
-      "held-out (%lld examples): token accuracy %.2f%%, sequence accuracy %.2f%%, "
-      "loss %.4g\n",
-      static_cast<long long>(n_eval), 100 * result.metrics[1], 100 * result.metrics[2],
-      result.metrics[0]);
-  if (result.skipped > 0)
-    std::printf("%lld steps skipped for non-finite values\n",
-                static_cast<long long>(result.skipped));
-  if (show > 0) {
+  Report report{.held_out = std::to_string(n_eval) + " held-out examples",
+                .metrics = {"val_loss", "token_acc", "seq_acc"}};
+  report.summary = [&](const std::vector<double>& metrics) {
+    std::printf(
+        "held-out (%lld examples): token accuracy %.2f%%, sequence accuracy %.2f%%, "
+        "loss %.4g\n",
+        static_cast<long long>(n_eval), 100 * metrics[1], 100 * metrics[2], metrics[0]);
+  };
+  report.show = [&] {
+    if (show == 0) return;
     std::cout << "greedy decodes:\n";
     print_decodes(model, task, eval_set.front(), show);
-  }
-  std::cout << wrote_line(flags.out, result.written) << "\n";
-  return 0;
+  };
+  return program.train(model, hooks, report);
 }
 
 }  // namespace

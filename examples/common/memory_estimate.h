@@ -57,7 +57,7 @@ enum class ModelKind { kEncoderDecoder, kDecoder, kEncoder };
 // The shapes of one training step.
 struct TrainingShape {
   ModelKind kind = ModelKind::kDecoder;
-  nn::ModelConfig config;
+  nn::ModelConfig config = {};
   int64_t batch = 1;
   int64_t src_len = 0;     // encoder positions (encoder-decoder, encoder)
   int64_t tgt_len = 0;     // decoder positions (encoder-decoder, decoder)

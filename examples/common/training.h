@@ -1,8 +1,9 @@
 // The training loop the example programs share: the step, evaluation,
 // logging, checkpoints, resume and Ctrl-C.
 //
-// A program registers its flags (run_flags.h), calls setup_run, builds its
-// model, optimizer and generators, and hands them to run_training with hooks:
+// A program's TrainingProgram (program.h) registers the flags (run_flags.h),
+// calls setup_run, builds the optimizer and the generators, and hands them
+// with the program's model to run_training, with the program's hooks:
 //   batch     draws the next batch from the data generator, returns its loss
 //             by parts (PartLoss)
 //   evaluate  (optional) held-out metrics, one per LoopOptions::metrics
