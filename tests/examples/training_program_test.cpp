@@ -75,8 +75,10 @@ const nn::ToyTaskConfig kTask{
 // code, with what the program printed in `out`.
 int tiny_run(const std::vector<std::string>& args, int64_t vocab, std::string& out,
              nn::ModelConfig* config_used = nullptr, std::vector<std::string>* calls = nullptr) {
-  CommonFlags flags{
-      .steps = 4, .batch = 8, .eval_every = 0, .d_model = 16, .heads = 2, .layers = 1, .d_ff = 32};
+  CommonFlags flags{.steps = 4,
+                    .batch = 8,
+                    .eval_every = 0,
+                    .model = {.d_model = 16, .heads = 2, .layers = 1, .d_ff = 32}};
   TrainingProgram program("test", "", flags);
   const nn::ToyTaskConfig task = kTask;
   program.add_common_flags();
