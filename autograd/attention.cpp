@@ -77,15 +77,25 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 Variable fused_attention_reference(const Variable& q, const Variable& k, const Variable& v,
                                    double scale, const Tensor& mask) {
   check_attention("fused_attention_reference", q, k, v, mask);
+  return composed_attention(q, k, v, scale, mask);
+}
+
+Variable composed_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
+                            const Tensor& mask,
+                            const std::function<Variable(const Variable&)>& transform,
+                            ComposedAttention* kept) {
   // Shape: logits (..., T, S) = scale * q (..., T, D) @ k^T (..., D, S).
   Variable logits = matmul(q, transpose(k, -1, -2)) * scale;
+  if (transform) logits = transform(logits);
   // -inf, not a large negative number: a query whose every key is hidden
   // then softmaxes to zero weights (softmax of an all -inf row is zeros,
   // tensor/reduce.h) and so to a zero output and zero gradients, instead of
   // an average of values it must not see.
-  if (mask.defined())
-    logits = masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity());
-  Variable weights = softmax(logits, -1);
+  Variable weights = softmax(mask.defined() ? masked_fill(logits, mask.to(q.dtype()),
+                                                          -std::numeric_limits<double>::infinity())
+                                            : logits,
+                             -1);
+  if (kept) *kept = {logits, weights};
   return matmul(weights, v);  // (..., T, Dv)
 }
 

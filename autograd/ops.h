@@ -10,6 +10,7 @@
 // S key positions, C channels, H heads, D head size, V vocabulary.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "autograd/variable.h"
@@ -94,9 +95,22 @@ Variable gelu_linear_reference(const Variable& h, const Variable& weight, const 
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                          const Tensor& mask);
 // The same composed: matmul(softmax(masked_fill(scale * matmul(q, k^T), mask,
-// -inf)), v).
+// -inf)), v), that is composed_attention without a transform.
 Variable fused_attention_reference(const Variable& q, const Variable& k, const Variable& v,
                                    double scale, const Tensor& mask);
+// The composed attention, the one formula of every path that is not the
+// fused kernel: logits = transform(scale * q k^T) (no transform: as they
+// are), hidden keys set to -inf, softmax, times v. A transform is what
+// changes the scores themselves (ALiBi's distance bias); `kept`, if given,
+// receives the logits (before the mask) and the weights as graph nodes, for
+// a probe's gradient hooks.
+struct ComposedAttention {
+  Variable logits, weights;  // (..., T, S)
+};
+Variable composed_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
+                            const Tensor& mask,
+                            const std::function<Variable(const Variable&)>& transform = nullptr,
+                            ComposedAttention* kept = nullptr);
 
 // ---- index.cpp ----------------------------------------------------------
 Variable index_select(const Variable& x, int64_t axis, const Tensor& index);

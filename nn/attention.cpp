@@ -3,7 +3,6 @@
 #include "autograd/ops.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "nn/positional_schemes.h"
 #include "tensor/index.h"
@@ -25,23 +24,12 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     // themselves: those take the composed path below.
     return fused_attention(q, k, v, scale, mask);
   }
-  // The composition of fused_attention_reference, keeping the logits and
-  // weights for the probe. Shape: scores (B, H, T, S) = q (B, H, T, D) @ k^T
-  // (B, H, D, S).
-  Variable logits = matmul(q, transpose(k, -1, -2)) * scale;
-  if (transform) logits = transform(logits);
-  Variable weights;
-  if (mask.defined()) {
-    // -inf, not a large negative number: a row with every key masked then
-    // softmaxes to zeros (see softmax) instead of a uniform average of
-    // values it must not see.
-    weights = softmax(
-        masked_fill(logits, mask.to(q.dtype()), -std::numeric_limits<double>::infinity()), -1);
-  } else {
-    weights = softmax(logits, -1);
-  }
-  if (probe) *probe = {logits, weights, mask};
-  return matmul(weights, v);
+  // The composed formula, the reference's too, keeping the logits and
+  // weights for the probe.
+  ComposedAttention kept;
+  Variable out = composed_attention(q, k, v, scale, mask, transform, probe ? &kept : nullptr);
+  if (probe) *probe = {kept.logits, kept.weights, mask};
+  return out;
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& config, Init init)

@@ -109,6 +109,53 @@ TEST(FusedAttentionReference, GradchecksEveryMask) {
   }
 }
 
+// composed_attention, the formula of the probe path and the reference: a
+// transform sees the scaled logits before the mask, the kept logits and
+// weights are those of the output, and gradients flow through the transform.
+TEST(ComposedAttention, TransformsTheScaledLogitsBeforeTheMaskAndKeepsThem) {
+  const Tensor causal = attention_masks()[1].second;
+  const Tensor q = dense({B, H, T, 3}), k = dense({B, H, S, 3}), v = dense({B, H, S, 2});
+  const Tensor bias = dense({T, S});
+  auto add_bias = [&bias](const Variable& logits) { return logits + Variable(bias); };
+  ComposedAttention kept;
+  Variable out =
+      composed_attention(Variable(q), Variable(k), Variable(v), 0.5, causal, add_bias, &kept);
+  // By hand, for one query row: b = 1, h = 2, t = 1 sees keys 0 .. 2 of S = 5.
+  const int64_t b = 1, h = 2, t = 1;
+  std::vector<double> logit(S), weight(S, 0.0);
+  double total = 0;
+  for (int64_t j = 0; j < S; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < 3; ++d) dot += q.at({b, h, t, d}) * k.at({b, h, j, d});
+    logit[j] = 0.5 * dot + bias.at({t, j});
+    EXPECT_NEAR(kept.logits.data().at({b, h, t, j}), logit[j], 1e-12) << j;
+    if (causal.at({t, j}) == 0) total += std::exp(logit[j]);
+  }
+  for (int64_t j = 0; j < S; ++j) {
+    if (causal.at({t, j}) == 0) weight[j] = std::exp(logit[j]) / total;
+    EXPECT_NEAR(kept.weights.data().at({b, h, t, j}), weight[j], 1e-12) << j;
+  }
+  for (int64_t d = 0; d < 2; ++d) {
+    double want = 0;
+    for (int64_t j = 0; j < S; ++j) want += weight[j] * v.at({b, h, j, d});
+    EXPECT_NEAR(out.data().at({b, h, t, d}), want, 1e-12) << d;
+  }
+  // No transform and nothing kept: the reference, bit for bit.
+  const Tensor r = dense({B, H, T, 2});
+  const std::vector<Tensor> plain =
+      run([](const Variable& a, const Variable& c, const Variable& e, double scale,
+             const Tensor& m) { return composed_attention(a, c, e, scale, m); },
+          q, k, v, r, 0.5, causal);
+  const std::vector<Tensor> reference = run(fused_attention_reference, q, k, v, r, 0.5, causal);
+  for (size_t i = 0; i < plain.size(); ++i) expect_close(plain[i], reference[i], 0, "plain");
+  EXPECT_GRADCHECK(
+      [&](const Vars& x) {
+        return composed_attention(x[0], x[1], x[2], 0.6, causal,
+                                  [&x](const Variable& logits) { return logits * x[3]; });
+      },
+      {dense({B, H, T, 3}), transposed({B, H, S, 3}), strided({B, H, S, 2}), dense({T, 1})});
+}
+
 TEST(FusedAttention, BothPathsRejectTheSameCalls) {
   for (AttentionFn attention : {fused_attention, fused_attention_reference}) {
     Variable q(dense({2, T, 3})), k(dense({2, S, 3})), v(dense({2, S, 2}));
