@@ -1,9 +1,6 @@
 #include "examples/common/run_flags.h"
 
-#include "nn/positional_schemes.h"
-
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <filesystem>
 
