@@ -27,6 +27,9 @@ constexpr int64_t kChunkElements = 16384;
 // 16 groups keep up to 16 threads busy for 2 * 16 * C doubles of partials.
 constexpr int64_t kGroups = 16;
 
+// The forward takes its rows in blocks of this many (see there).
+constexpr int64_t kRowBlock = 16;
+
 void check_param(const Tensor& p, const Tensor& x, const char* what) {
   if (!p.defined()) return;
   if (p.ndim() != 1 || p.shape()[0] != x.shape().back())
@@ -96,28 +99,43 @@ LayerNormForward layer_norm_forward(const Tensor& input, const Tensor& weight, c
     const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
     T *py = out.y.data<T>(), *pmean = out.mean.data<T>(), *prstd = out.rstd.data<T>();
     // Shape: x and y are (R, C), weight and bias (C), mean and rstd (R).
-    parallel_for(rows, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(c, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t r = begin; r < end; ++r) {
-                     const T* xr = px + r * c;
-                     T* yr = py + r * c;
-                     const T m = row_sum<T>(c, [&](int64_t i) { return xr[i]; }) / c;
-                     // The variance of the centred values, not mean(x^2) - mean^2:
-                     // for 256 copies of 1234.0 that difference of two large
-                     // numbers is rounding noise, while every centred term is 0.
-                     // Centred in T, exactly as the output below is.
-                     const T var = row_sum<T>(c,
-                                              [&](int64_t i) {
-                                                const T d = xr[i] - m;
-                                                return d * d;
-                                              }) /
-                                   c;
-                     const T rs = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var) + eps));
-                     for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - m) * rs * pw[i] + pb[i];
-                     pmean[r] = m;
-                     prstd[r] = rs;
-                   }
-                 });
+    parallel_for(
+        rows, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(c, 1)),
+        [&](int64_t begin, int64_t end) {
+          // Rows in blocks, each step for the whole block before the next: a
+          // row's steps are one chain of dependent sums, a square root and a
+          // division, with too little else in a short row for the CPU to
+          // overlap it with; it overlaps the block's independent chains (rows
+          // of 32: 13.5 -> 9.8 us for 1152 rows).
+          for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
+            const int64_t r1 = std::min(end, r0 + kRowBlock);
+            for (int64_t r = r0; r < r1; ++r) {
+              const T* xr = px + r * c;
+              pmean[r] = row_sum<T>(c, [&](int64_t i) { return xr[i]; }) / c;
+            }
+            for (int64_t r = r0; r < r1; ++r) {
+              const T* xr = px + r * c;
+              const T m = pmean[r];
+              // The variance of the centred values, not mean(x^2) - mean^2:
+              // for 256 copies of 1234.0 that difference of two large
+              // numbers is rounding noise, while every centred term is 0.
+              // Centred in T, exactly as the output below is.
+              const T var = row_sum<T>(c,
+                                       [&](int64_t i) {
+                                         const T d = xr[i] - m;
+                                         return d * d;
+                                       }) /
+                            c;
+              prstd[r] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var) + eps));
+            }
+            for (int64_t r = r0; r < r1; ++r) {
+              const T* xr = px + r * c;
+              const T m = pmean[r], rs = prstd[r];
+              T* yr = py + r * c;
+              for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - m) * rs * pw[i] + pb[i];
+            }
+          }
+        });
   });
   return out;
 }
