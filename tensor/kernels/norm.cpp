@@ -188,16 +188,6 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& input, cons
                     row_sum<T>(c, [&](int64_t i) { return gr[i] * pw[i] * ((xr[i] - m) * rs); });
                 const T mean_g = sum_g / c, mean_gx = sum_gx / c;
                 T* dxr = pdx + r * c;
-                if (part) {
-                  // dx and the column sums in one pass: they share xhat.
-                  for (int64_t i = 0; i < c; ++i) {
-                    const T xhat = (xr[i] - m) * rs;
-                    dxr[i] = rs * (gr[i] * pw[i] - mean_g - xhat * mean_gx);
-                    sum_dw[i] += static_cast<double>(gr[i]) * static_cast<double>(xhat);
-                    sum_db[i] += static_cast<double>(gr[i]);
-                  }
-                  continue;
-                }
                 for (int64_t i = 0; i < c; ++i) {
                   const T xhat = (xr[i] - m) * rs;
                   dxr[i] = rs * (gr[i] * pw[i] - mean_g - xhat * mean_gx);
