@@ -47,12 +47,15 @@ void check_param(const Tensor& p, const Tensor& x, const char* what) {
 // below the float rounding of the mean and 1/std that the row keeps.
 //
 // A float row's 16 lanes are then added as a tree, a vector's upper half onto
-// its lower four times over, not one lane after another: the 15 dependent
+// its lower, then in pairs, not one lane after another: the 15 dependent
 // additions of the chain had taken longer than the row's vector work (rows of
-// 32: forward 17.6 -> 13.6 us, backward 18.0 -> 15.4 us for 1152 rows). The
+// 32: forward 17.6 -> 13.6 us, backward 18.0 -> 15.5 us for 1152 rows). The
 // order still depends only on C.
-using Floats16 = float __attribute__((vector_size(64)));
-using Ints16 = int __attribute__((vector_size(64)));
+//
+// The attention kernels' short rows keep lanes.h's chain: the tree measured no
+// faster there (study-reverse 0.98x).
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats4 = float __attribute__((vector_size(16)));
 template <class T, class Term>
 T row_sum(int64_t c, const Term& term) {
   if constexpr (sizeof(T) == sizeof(double)) {
@@ -63,13 +66,15 @@ T row_sum(int64_t c, const Term& term) {
     for (; i + 16 <= c; i += 16)
       for (int k = 0; k < 16; ++k) part[k] += term(i + k);
     for (int k = 0; i < c; ++i, ++k) part[k] += term(i);
-    Floats16 v;
-    std::memcpy(&v, part, sizeof v);
-    v += __builtin_shuffle(v, Ints16{8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15});
-    v += __builtin_shuffle(v, Ints16{4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7});
-    v += __builtin_shuffle(v, Ints16{2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3});
-    v += __builtin_shuffle(v, Ints16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
-    return v[0];
+    Floats8 lo, hi;
+    std::memcpy(&lo, part, sizeof lo);
+    std::memcpy(&hi, part + 8, sizeof hi);
+    lo += hi;
+    Floats4 q, r;
+    std::memcpy(&q, &lo, sizeof q);
+    std::memcpy(&r, reinterpret_cast<const char*>(&lo) + sizeof q, sizeof r);
+    q += r;
+    return (q[0] + q[2]) + (q[1] + q[3]);
   }
 }
 
