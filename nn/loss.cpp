@@ -7,10 +7,22 @@
 #include "autograd/reference.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
+#include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/fast_math.h"
+#include "tensor/kernels/lanes.h"
 
 namespace gradflow::nn {
 
 namespace {
+
+// e^z for float logits: fast::exp (tensor/kernels/fast_math.h), which
+// vectorises where std::exp is a call per element in double, but exactly 0
+// below -87, where fast::exp stops at about the smallest normal float: a -inf
+// or far-off logit then adds nothing, as it does through std::exp.
+inline float exp_or_zero(float z) {
+  const float e = fast::exp(z);
+  return z < -87.0f ? 0.0f : e;
+}
 
 // Checks the call and returns the number of counted targets (not
 // ignore_index), each of which must name a class.
@@ -66,25 +78,39 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
     using T = decltype(zero);
     const T* px = x.data<T>();
     double* pl = lse.data<double>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* row = px + r * classes;
-      double m = row[0];
-      for (int64_t j = 1; j < classes; ++j) m = std::max<double>(m, row[j]);
-      double s = 0, sum_x = 0;
-      for (int64_t j = 0; j < classes; ++j) {
-        s += std::exp(row[j] - m);
-        sum_x += row[j] - m;
+    // Compiled for this CPU's vectors (cpu_dispatch.h).
+    std::vector<float> e(std::is_same_v<T, float> ? classes : 0);  // a row's exponentials
+    run_for_this_cpu([&] {
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = px + r * classes;
+        double m = row[0];
+        for (int64_t j = 1; j < classes; ++j) m = std::max<double>(m, row[j]);
+        double s = 0, sum_x = 0;
+        if constexpr (std::is_same_v<T, float>) {
+          // The exponentials in float (m is one of the row's floats, so row - m
+          // is its float difference), one vectorised pass, then added in
+          // double lanes (g++ left the two in one loop scalar).
+          const float mf = static_cast<float>(m);
+          for (int64_t j = 0; j < classes; ++j) e[j] = exp_or_zero(row[j] - mf);
+          s = lane_sum(classes, [&](int64_t j) { return double{e[j]}; });
+          for (int64_t j = 0; j < classes; ++j) sum_x += row[j] - m;
+        } else {
+          for (int64_t j = 0; j < classes; ++j) {
+            s += std::exp(row[j] - m);
+            sum_x += row[j] - m;
+          }
+        }
+        double log_s = std::log(s);
+        pl[r] = m + log_s;
+        if (target[r] == ignore_index) continue;
+        // -log p_j = (m - x_j) + log s, in that order for exactness at large m.
+        double nll = (m - row[target[r]]) + log_s;
+        double uniform = log_s - sum_x / static_cast<double>(classes);
+        // Only with smoothing: a -inf logit makes `uniform` infinite, and
+        // 0 * inf would turn an exact loss into NaN.
+        total += smoothing > 0 ? (1 - smoothing) * nll + smoothing * uniform : nll;
       }
-      double log_s = std::log(s);
-      pl[r] = m + log_s;
-      if (target[r] == ignore_index) continue;
-      // -log p_j = (m - x_j) + log s, in that order for exactness at large m.
-      double nll = (m - row[target[r]]) + log_s;
-      double uniform = log_s - sum_x / static_cast<double>(classes);
-      // Only with smoothing: a -inf logit makes `uniform` infinite, and
-      // 0 * inf would turn an exact loss into NaN.
-      total += smoothing > 0 ? (1 - smoothing) * nll + smoothing * uniform : nll;
-    }
+    });
   });
   const double count =
       static_cast<double>(divide_by > 0 ? divide_by : std::max<int64_t>(counted, 1));
@@ -101,18 +127,33 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
                          using T = decltype(zero);
                          const T* px = x.data<T>();
                          T* pg = gx.data<T>();
-                         for (int64_t r = 0; r < n; ++r) {
-                           T* out = pg + r * v;
-                           if (target[r] == ignore_index) {
-                             std::fill(out, out + v, T{0});
-                             continue;
+                         run_for_this_cpu([&] {
+                           for (int64_t r = 0; r < n; ++r) {
+                             T* out = pg + r * v;
+                             if (target[r] == ignore_index) {
+                               std::fill(out, out + v, T{0});
+                               continue;
+                             }
+                             const T* row = px + r * v;
+                             const double off = smoothing / static_cast<double>(v);
+                             if constexpr (std::is_same_v<T, float>) {
+                               // p_j - off in float: the gradient is kept in float.
+                               // x_j - lse in double: at large logits lse's
+                               // fraction (log 2 for a tie) is below a float's.
+                               const double row_lse = pl[r];
+                               const float offf = static_cast<float>(off);
+                               const float scalef = static_cast<float>(scale);
+                               for (int64_t j = 0; j < v; ++j) {
+                                 const float z = static_cast<float>(row[j] - row_lse);
+                                 out[j] = (exp_or_zero(z) - offf) * scalef;
+                               }
+                             } else {
+                               for (int64_t j = 0; j < v; ++j)
+                                 out[j] = static_cast<T>((std::exp(row[j] - pl[r]) - off) * scale);
+                             }
+                             out[target[r]] -= static_cast<T>((1 - smoothing) * scale);
                            }
-                           const T* row = px + r * v;
-                           const double off = smoothing / static_cast<double>(v);
-                           for (int64_t j = 0; j < v; ++j)
-                             out[j] = static_cast<T>((std::exp(row[j] - pl[r]) - off) * scale);
-                           out[target[r]] -= static_cast<T>((1 - smoothing) * scale);
-                         }
+                         });
                        });
                        return std::vector<Tensor>{gx.view(shape)};
                      });

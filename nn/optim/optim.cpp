@@ -14,6 +14,7 @@
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/lanes.h"
 
 namespace gradflow::nn {
 
@@ -348,10 +349,12 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
     visit_float(g.dtype(), "clip_grad_norm", [&](auto zero) {
       using T = decltype(zero);
       const T* gd = g.data<T>();
-      for (int64_t k = 0, n = g.numel(); k < n; ++k) {
+      // In lanes (tensor/kernels/lanes.h): one running total was a chain of
+      // dependent additions, a few percent of a small model's training step.
+      sum_sq += lane_sum(g.numel(), [&](int64_t k) {
         const double x = gd[k];
-        sum_sq += x * x;
-      }
+        return x * x;
+      });
     });
     grads.emplace_back(p, std::move(g));
   }

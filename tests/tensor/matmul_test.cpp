@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "tensor/creation.h"
 #include "tests/tensor/testing.h"
 #include "tests/tensor/threads_for.h"
@@ -237,6 +239,18 @@ TEST(Matmul, MediumProductsInEveryLayout) {
       }
   expect_matmul(sample({20, 1100}, DType::Float32, 5), sample({1100, 30}, DType::Float32, 6),
                 {20, 30});
+}
+
+// Thin products, one of M, N, K at most 32, on the 12 x 32 tiles past the
+// narrow ones' bounds: N = 256 over a short K, and K = 1100 (beyond 1024).
+TEST(Matmul, ThinProductsInEveryLayout) {
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (auto [m, n, k] : {std::array<int64_t, 3>{40, 256, 20}, {33, 64, 1100}}) {
+      Tensor a = sample({m, k}, dt, 1), b = sample({k, n}, dt, 2);
+      expect_matmul(a, b, {m, n});
+      expect_matmul(sample({k, m}, dt, 3).transpose(0, 1), b, {m, n});
+      expect_matmul(a, sample({n, k}, dt, 4).transpose(0, 1), {m, n});
+    }
 }
 
 // linear(x, w, b) = x w^T + b, against the loop.

@@ -91,6 +91,28 @@ TEST(Reduce, SumMeanVarOverAxesAndLayouts) {
   }
 }
 
+// A matrix summed over its rows (a bias gradient) takes a loop of its own
+// (column blocks held in registers); it must give the bits of the general
+// loop, which sums each column down the rows in double: the same sum over
+// the same matrix stored column by column, and the naive row-order sum.
+TEST(Reduce, SumOverRowsOfAMatrixHasTheGeneralLoopsBits) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (int64_t n : {1, 5, 32, 45, 70}) {
+      const Tensor wide = sample({37, n + 3}, DType::Float64, n).to(dtype);
+      for (const Tensor& x : {wide.narrow(1, 0, n).contiguous(), wide.narrow(1, 2, n)}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n) + " strides " +
+                     shape_str(x.strides()));
+        const Tensor by_columns = x.transpose(0, 1).contiguous().transpose(0, 1);
+        const Tensor fast = sum(x, {0}), general = sum(by_columns, {0});
+        EXPECT_EQ(fast.to_vector(), general.to_vector());
+        EXPECT_EQ(sum_to(x, {n}).to_vector(), general.to_vector());
+        const std::vector<double> naive = naive_moments(x, {0}).sum;
+        EXPECT_EQ(fast.to_vector(), from_vector(naive, {n}, DType::Float64).to(dtype).to_vector());
+      }
+    }
+  }
+}
+
 TEST(Reduce, HandValues) {
   Tensor x = from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::Float64);
   expect_tensor(sum(x, {0}), {3}, {5, 7, 9});
