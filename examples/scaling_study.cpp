@@ -253,7 +253,7 @@ int run(int argc, char** argv) {
   bool full = false;
   args.add_flag("--full", &full,
                 "every part, each larger: 10 training seeds instead of 5, more draws, all ten "
-                "arms, and the parts lr, width, depth-train and length (26 minutes on 2 "
+                "arms, and the parts lr, width, depth-train and length (11 minutes on 2 "
                 "cores at seed 0)");
   int64_t seeds = 0;
   args.add("--seeds", &seeds, "seeds of every training part (0: each part's own)").min(0).max(1000);
