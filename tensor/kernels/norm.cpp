@@ -104,43 +104,42 @@ LayerNormForward layer_norm_forward(const Tensor& input, const Tensor& weight, c
     const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
     T *py = out.y.data<T>(), *pmean = out.mean.data<T>(), *prstd = out.rstd.data<T>();
     // Shape: x and y are (R, C), weight and bias (C), mean and rstd (R).
-    parallel_for(
-        rows, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(c, 1)),
-        [&](int64_t begin, int64_t end) {
-          // Rows in blocks, each step for the whole block before the next: a
-          // row's steps are one chain of dependent sums, a square root and a
-          // division, with too little else in a short row for the CPU to
-          // overlap it with; it overlaps the block's independent chains (rows
-          // of 32: 13.5 -> 9.8 us for 1152 rows).
-          for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
-            const int64_t r1 = std::min(end, r0 + kRowBlock);
-            for (int64_t r = r0; r < r1; ++r) {
-              const T* xr = px + r * c;
-              pmean[r] = row_sum<T>(c, [&](int64_t i) { return xr[i]; }) / c;
-            }
-            for (int64_t r = r0; r < r1; ++r) {
-              const T* xr = px + r * c;
-              const T m = pmean[r];
-              // The variance of the centred values, not mean(x^2) - mean^2:
-              // for 256 copies of 1234.0 that difference of two large
-              // numbers is rounding noise, while every centred term is 0.
-              // Centred in T, exactly as the output below is.
-              const T var = row_sum<T>(c,
-                                       [&](int64_t i) {
-                                         const T d = xr[i] - m;
-                                         return d * d;
-                                       }) /
-                            c;
-              prstd[r] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var) + eps));
-            }
-            for (int64_t r = r0; r < r1; ++r) {
-              const T* xr = px + r * c;
-              const T m = pmean[r], rs = prstd[r];
-              T* yr = py + r * c;
-              for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - m) * rs * pw[i] + pb[i];
-            }
-          }
-        });
+    parallel_for(rows, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(c, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   // Rows in blocks, each step for the whole block before the next: a
+                   // row's steps are one chain of dependent sums, a square root and a
+                   // division, with too little else in a short row for the CPU to
+                   // overlap it with; it overlaps the block's independent chains (rows
+                   // of 32: 13.5 -> 9.8 us for 1152 rows).
+                   for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
+                     const int64_t r1 = std::min(end, r0 + kRowBlock);
+                     for (int64_t r = r0; r < r1; ++r) {
+                       const T* xr = px + r * c;
+                       pmean[r] = row_sum<T>(c, [&](int64_t i) { return xr[i]; }) / c;
+                     }
+                     for (int64_t r = r0; r < r1; ++r) {
+                       const T* xr = px + r * c;
+                       const T m = pmean[r];
+                       // The variance of the centred values, not mean(x^2) - mean^2:
+                       // for 256 copies of 1234.0 that difference of two large
+                       // numbers is rounding noise, while every centred term is 0.
+                       // Centred in T, exactly as the output below is.
+                       const T var = row_sum<T>(c,
+                                                [&](int64_t i) {
+                                                  const T d = xr[i] - m;
+                                                  return d * d;
+                                                }) /
+                                     c;
+                       prstd[r] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var) + eps));
+                     }
+                     for (int64_t r = r0; r < r1; ++r) {
+                       const T* xr = px + r * c;
+                       const T m = pmean[r], rs = prstd[r];
+                       T* yr = py + r * c;
+                       for (int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - m) * rs * pw[i] + pb[i];
+                     }
+                   }
+                 });
   });
   return out;
 }
@@ -172,42 +171,41 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& input, cons
     const int64_t per_group = rows * c / std::max<int64_t>(groups, 1);
     // Shape: x, dy and dx are (R, C), weight (C), mean and rstd (R); partial
     // is (2, groups, C).
-    parallel_for(
-        groups, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(per_group, 1)),
-        [&](int64_t first, int64_t last) {
-          for (int64_t g = first; g < last; ++g) {
-            double* sum_dw = part ? part + g * c : nullptr;
-            double* sum_db = part ? part + (groups + g) * c : nullptr;
-            if (part) {
-              std::fill(sum_dw, sum_dw + c, 0.0);
-              std::fill(sum_db, sum_db + c, 0.0);
-            }
-            for (int64_t r = g * rows / groups; r < (g + 1) * rows / groups; ++r) {
-              const T *xr = px + r * c, *gr = pdy + r * c;
-              const T m = pmean[r], rs = prstd[r];
-              if (pdx) {
-                // mean(g) and mean(g * xhat) with g = dy * w: what the normalisation
-                // takes back out of dy, through the mean and through the variance.
-                const T sum_g = row_sum<T>(c, [&](int64_t i) { return gr[i] * pw[i]; });
-                const T sum_gx =
-                    row_sum<T>(c, [&](int64_t i) { return gr[i] * pw[i] * ((xr[i] - m) * rs); });
-                const T mean_g = sum_g / c, mean_gx = sum_gx / c;
-                T* dxr = pdx + r * c;
-                for (int64_t i = 0; i < c; ++i) {
-                  const T xhat = (xr[i] - m) * rs;
-                  dxr[i] = rs * (gr[i] * pw[i] - mean_g - xhat * mean_gx);
-                }
-              }
-              if (part) {
-                for (int64_t i = 0; i < c; ++i) {
-                  const T xhat = (xr[i] - m) * rs;
-                  sum_dw[i] += static_cast<double>(gr[i]) * static_cast<double>(xhat);
-                  sum_db[i] += static_cast<double>(gr[i]);
-                }
-              }
-            }
-          }
-        });
+    parallel_for(groups, std::max<int64_t>(1, kChunkElements / std::max<int64_t>(per_group, 1)),
+                 [&](int64_t first, int64_t last) {
+                   for (int64_t g = first; g < last; ++g) {
+                     double* sum_dw = part ? part + g * c : nullptr;
+                     double* sum_db = part ? part + (groups + g) * c : nullptr;
+                     if (part) {
+                       std::fill(sum_dw, sum_dw + c, 0.0);
+                       std::fill(sum_db, sum_db + c, 0.0);
+                     }
+                     for (int64_t r = g * rows / groups; r < (g + 1) * rows / groups; ++r) {
+                       const T *xr = px + r * c, *gr = pdy + r * c;
+                       const T m = pmean[r], rs = prstd[r];
+                       if (pdx) {
+                         // mean(g) and mean(g * xhat) with g = dy * w: what the normalisation
+                         // takes back out of dy, through the mean and through the variance.
+                         const T sum_g = row_sum<T>(c, [&](int64_t i) { return gr[i] * pw[i]; });
+                         const T sum_gx = row_sum<T>(
+                             c, [&](int64_t i) { return gr[i] * pw[i] * ((xr[i] - m) * rs); });
+                         const T mean_g = sum_g / c, mean_gx = sum_gx / c;
+                         T* dxr = pdx + r * c;
+                         for (int64_t i = 0; i < c; ++i) {
+                           const T xhat = (xr[i] - m) * rs;
+                           dxr[i] = rs * (gr[i] * pw[i] - mean_g - xhat * mean_gx);
+                         }
+                       }
+                       if (part) {
+                         for (int64_t i = 0; i < c; ++i) {
+                           const T xhat = (xr[i] - m) * rs;
+                           sum_dw[i] += static_cast<double>(gr[i]) * static_cast<double>(xhat);
+                           sum_db[i] += static_cast<double>(gr[i]);
+                         }
+                       }
+                     }
+                   }
+                 });
     // The groups' partial rows, added in group order.
     auto column_sums = [&](int64_t which) {
       Tensor total = Tensor::empty({c}, dtype);
