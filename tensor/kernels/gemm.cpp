@@ -158,6 +158,22 @@ bool tiles_beat_blas(int64_t m, int64_t n, int64_t k) {
 
 CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : CblasNoTrans; }
 
+// OpenBLAS runs on the calling thread: callers split work over gradflow's
+// pool instead (see parallel.h). A pthreads OpenBLAS starts a worker per core
+// when it loads, and an idle worker spins in sched_yield for 2^28 cycles
+// (about 70 ms) before it sleeps: on 2 cores that took a core from the first
+// steps of every program (seq2seq-tiny's first 20 steps ran 1.18x faster
+// without it). So at program start OpenBLAS is set to one thread and, where
+// the library has it (the pthreads build; a weak symbol, so a serial or OpenMP
+// OpenBLAS links too), its workers are stopped. A later
+// openblas_set_num_threads(n > 1) starts them again (gemm_bench does).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+[[maybe_unused]] const bool openblas_single_threaded = [] {
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+  return true;
+}();
+
 }  // namespace
 
 template <class T>
@@ -188,10 +204,6 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
     run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
     return;
   }
-  // OpenBLAS runs on the calling thread: callers split work over gradflow's
-  // pool instead (see parallel.h). Set once, before the first GEMM.
-  static const bool single_threaded = (openblas_set_num_threads(1), true);
-  (void)single_threaded;
   // With a bias, C starts as the bias rows and GEMM adds to them (beta = 1),
   // which costs less than GEMM's own zeroing of C (beta = 0) and a pass after.
   if (bias)
