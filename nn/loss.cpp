@@ -83,8 +83,9 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
     run_for_this_cpu([&] {
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = px + r * classes;
-        double m = row[0];
-        for (int64_t j = 1; j < classes; ++j) m = std::max<double>(m, row[j]);
+        // The row's largest logit in vector lanes: the same value as a running
+        // std::max from row[0], NaN included (row[0] NaN stays the answer).
+        const double m = lane_max(row, classes, row[0]);
         double s = 0, sum_x = 0;
         if constexpr (std::is_same_v<T, float>) {
           // The exponentials in float (m is one of the row's floats, so row - m
@@ -93,13 +94,12 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
           const float mf = static_cast<float>(m);
           for (int64_t j = 0; j < classes; ++j) e[j] = exp_or_zero(row[j] - mf);
           s = lane_sum(classes, [&](int64_t j) { return double{e[j]}; });
-          for (int64_t j = 0; j < classes; ++j) sum_x += row[j] - m;
         } else {
-          for (int64_t j = 0; j < classes; ++j) {
-            s += std::exp(row[j] - m);
-            sum_x += row[j] - m;
-          }
+          for (int64_t j = 0; j < classes; ++j) s += std::exp(row[j] - m);
         }
+        // Only smoothing reads the row's sum, a chain of dependent adds.
+        if (smoothing > 0)
+          for (int64_t j = 0; j < classes; ++j) sum_x += row[j] - m;
         double log_s = std::log(s);
         pl[r] = m + log_s;
         if (target[r] == ignore_index) continue;
