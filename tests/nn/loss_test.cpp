@@ -182,6 +182,36 @@ TEST(CrossEntropy, NegativeInfinityLogitWithoutSmoothingIsFinite) {
   }
 }
 
+TEST(CrossEntropy, WideRowsMatchTheReferenceAndANaNLogitGivesANaN) {
+  // 67 classes (the study's recall vocabulary): a row's max and sums run in
+  // whole vector lanes and a tail, where the cases above fit in the tail.
+  Generator gen(7);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (double smoothing : {0.0, 0.1}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " smoothing " + std::to_string(smoothing));
+      const double tol = dtype == DType::Float32 ? 2e-6 : 1e-12;
+      Tensor logits = randn({5, 67}, gen, dtype, 0, 3), targets = randint(0, 67, {5}, gen);
+      // A row's largest logit in the tail, large enough that a max which
+      // missed it would overflow exp(x - max) to inf.
+      logits.select(0, 3).select(0, 66).fill_(1e4);
+      Variable a(logits.clone(), true), b(logits.clone(), true);
+      Variable fused = cross_entropy(a, targets, -100, smoothing);
+      Variable ref = cross_entropy_reference(b, targets, -100, smoothing);
+      EXPECT_NEAR(fused.item(), ref.item(), tol * std::max(1.0, std::abs(ref.item())));
+      fused.backward();
+      ref.backward();
+      expect_near_vec(a.grad(), b.grad().to_vector(), tol);
+      // A NaN anywhere in a row, first, inside the lanes or in the tail: NaN.
+      for (int64_t at : {0, 40, 66}) {
+        SCOPED_TRACE("NaN at " + std::to_string(at));
+        Tensor bad = logits.clone();
+        bad.select(0, 2).select(0, at).fill_(std::numeric_limits<double>::quiet_NaN());
+        EXPECT_TRUE(std::isnan(cross_entropy(Variable(bad), targets, -100, smoothing).item()));
+      }
+    }
+  }
+}
+
 TEST(CrossEntropy, AllTargetsIgnoredGiveZeroLossAndZeroGrad) {
   Variable x(dense({3, 4}), true), y(dense({3, 4}), true);
   Tensor targets = from_indices({-100, -100, -100}, {3});
