@@ -162,11 +162,11 @@ CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : Cb
 // pool instead (see parallel.h). A pthreads OpenBLAS starts a worker per core
 // when it loads, and an idle worker spins in sched_yield for 2^28 cycles
 // (about 70 ms) before it sleeps: on 2 cores that took a core from the first
-// steps of every program (seq2seq-tiny's first 20 steps ran 1.18x faster
-// without it). So at program start OpenBLAS is set to one thread and, where
-// the library has it (the pthreads build; a weak symbol, so a serial or OpenMP
-// OpenBLAS links too), its workers are stopped. A later
-// openblas_set_num_threads(n > 1) starts them again (gemm_bench does).
+// steps of every program (train_bench's 20 steps of seq2seq-tiny ran 1.28x
+// faster without it, bench/README.md). So at program start OpenBLAS is set to
+// one thread and, where the library has it (the pthreads build; a weak
+// symbol, so a serial or OpenMP OpenBLAS links too), its workers are stopped.
+// A later openblas_set_num_threads(n > 1) starts them again (gemm_bench does).
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 [[maybe_unused]] const bool openblas_single_threaded = [] {
   openblas_set_num_threads(1);
