@@ -13,8 +13,9 @@
 // Why our own pool and not OpenBLAS's: OpenBLAS parallelises one GEMM at a
 // time and its idle threads spin in sched_yield while everything else (the
 // elementwise ops, softmax, layernorm) runs on one core. Here OpenBLAS runs
-// single-threaded and matmul splits its GEMMs over this pool, so the same two
-// threads do all the work and none of them spins while the other computes.
+// single-threaded (kernels/gemm.cpp stops its workers at program start) and
+// matmul splits its GEMMs over this pool, so the same two threads do all the
+// work and none of them spins while the other computes.
 //
 // Work below `grain` items per thread, a call from inside a parallel_for, and
 // a call while another thread's parallel_for holds the pool (the scaling
