@@ -163,16 +163,18 @@ CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : Cb
 // when it loads, and an idle worker spins in sched_yield for 2^28 cycles
 // (about 70 ms) before it sleeps: on 2 cores that took a core from the first
 // steps of every program (train_bench's 20 steps of seq2seq-tiny ran 1.28x
-// faster without it, bench/README.md). So at program start OpenBLAS is set to
-// one thread and, where the library has it (the pthreads build; a weak
-// symbol, so a serial or OpenMP OpenBLAS links too), its workers are stopped.
-// A later openblas_set_num_threads(n > 1) starts them again (gemm_bench does).
+// faster without it, bench/README.md). So OpenBLAS is set to one thread and,
+// where the library has it (the pthreads build; a weak symbol, so a serial or
+// OpenMP OpenBLAS links too), its workers are stopped: at program start, and
+// again before the first GEMM that reaches OpenBLAS, in case the program set
+// OpenBLAS's threads itself in between (gemm_bench --via matmul does).
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
-[[maybe_unused]] const bool openblas_single_threaded = [] {
+bool make_openblas_single_threaded() {
   openblas_set_num_threads(1);
   if (blas_thread_shutdown_) blas_thread_shutdown_();
   return true;
-}();
+}
+[[maybe_unused]] const bool openblas_single_threaded_at_start = make_openblas_single_threaded();
 
 }  // namespace
 
@@ -204,6 +206,8 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
     run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
     return;
   }
+  static const bool single_threaded = make_openblas_single_threaded();  // see above
+  (void)single_threaded;
   // With a bias, C starts as the bias rows and GEMM adds to them (beta = 1),
   // which costs less than GEMM's own zeroing of C (beta = 0) and a pass after.
   if (bias)
