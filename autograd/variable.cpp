@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "autograd/graph.h"
+
 namespace gradflow {
 
 namespace {
@@ -61,6 +63,7 @@ Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs
   if (!any) return out;
   out.impl()->requires_grad = true;
   out.impl()->grad_fn = std::make_shared<Node>(name, std::move(in), std::move(backward));
+  if (GraphCapture* capture = current_graph_capture()) capture->note_node(out.impl()->grad_fn.get());
   nodes_recorded.fetch_add(1, std::memory_order_relaxed);
   return out;
 }

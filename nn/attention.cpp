@@ -70,6 +70,7 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
 
 Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, const Tensor& mask,
                                      KVCache* cache) {
+  const GraphScope scope = graph_scope();
   if (x.ndim() != 3 || x.shape()[2] != d_model_ || memory.ndim() != 3 ||
       memory.shape()[2] != d_model_ || memory.shape()[0] != x.shape()[0])
     fail("MultiHeadAttention: expected x (B, T, ", d_model_, ") and memory (B, S, ", d_model_,

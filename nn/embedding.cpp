@@ -13,7 +13,10 @@ Embedding::Embedding(int64_t num, int64_t dim, Init init) : num_(num), dim_(dim)
   weight = register_parameter("weight", randn({num, dim}, init.generator(), init.dtype));
 }
 
-Variable Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
+Variable Embedding::forward(const Tensor& ids) const {
+  const GraphScope scope = graph_scope();
+  return embedding(weight, ids);
+}
 
 std::string Embedding::describe() const {
   return "Embedding(" + std::to_string(num_) + ", " + std::to_string(dim_) + ")";

@@ -18,6 +18,7 @@ Linear::Linear(int64_t in, int64_t out, LinearOptions options, Init init) : in_(
 }
 
 Variable Linear::forward(const Variable& x) const {
+  const GraphScope scope = graph_scope();
   check_last_axis("Linear", x, in_);
   // A single vector (in) is treated as one row (1, in), as in PyTorch.
   if (x.ndim() == 1) return squeeze(forward(unsqueeze(x, 0)), 0);

@@ -23,6 +23,7 @@ Embeddings::Embeddings(const ModelConfig& c, Init init) {
 }
 
 Variable Embeddings::forward(const Tensor& ids, int64_t start) const {
+  const GraphScope scope = graph_scope();
   if (ids.ndim() != 2) fail("Embeddings: ids must be (B, T), got ", shape_str(ids.shape()));
   Variable x = token->forward(ids);
   if (position) return position->forward(x, start);
@@ -58,6 +59,7 @@ Variable EncoderDecoder::decode(const Tensor& tgt, const Variable& memory, const
 
 Variable EncoderDecoder::forward(const Tensor& src, const Tensor& tgt_in,
                                  const Tensor& src_pad) const {
+  const GraphScope scope = graph_scope();
   return decode(tgt_in, encode(src, src_pad), src_pad);
 }
 
@@ -104,6 +106,7 @@ DecoderLM::DecoderLM(const ModelConfig& c, Init init) : config_(c) {
 
 Variable DecoderLM::forward(const Tensor& ids, const Tensor& pad, std::vector<LayerCache>* caches,
                             int64_t start) const {
+  const GraphScope scope = graph_scope();
   if (ids.ndim() != 2) fail("DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
   const int64_t b = ids.shape()[0], t = ids.shape()[1];
   if (pad.defined() && pad.shape() != Shape{b, start + t})
@@ -130,6 +133,7 @@ EncoderClassifier::EncoderClassifier(int64_t classes, const ModelConfig& c, Init
 }
 
 Variable EncoderClassifier::forward(const Tensor& ids, const Tensor& pad) const {
+  const GraphScope scope = graph_scope();
   Variable x = final_norm->forward(encoder->forward(embed->forward(ids), key_padding_mask(pad)));
   if (classes_ == 0) return head->forward(x);
   // Mean over the real (non-padding) positions: (B, T, C) -> (B, C).

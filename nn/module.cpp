@@ -116,4 +116,21 @@ std::string Module::summary() const {
   return out;
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out{{"", this}};
+  for (const auto& [name, child] : children_)
+    for (const auto& [sub, m] : child->named_modules())
+      out.emplace_back(sub.empty() ? name : name + "." + sub, m);
+  return out;
+}
+
+std::unordered_map<const void*, std::string> graph_names(const Module& root,
+                                                         const std::string& root_name) {
+  std::unordered_map<const void*, std::string> names;
+  for (const auto& [name, m] : root.named_modules())
+    names[static_cast<const void*>(m)] = name.empty() ? root_name : name;
+  for (const auto& [name, p] : root.named_parameters()) names[p.impl().get()] = name;
+  return names;
+}
+
 }  // namespace gradflow::nn

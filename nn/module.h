@@ -29,9 +29,11 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "autograd/graph.h"
 #include "autograd/variable.h"
 #include "tensor/random.h"
 
@@ -81,7 +83,16 @@ class Module {
   // One line per module: dotted name, description, parameter count.
   std::string summary() const;
 
+  // Every module under this one (itself first, as ""), by dotted name, in
+  // registration order.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+
  protected:
+  // Opens this module's scope for a drawing of the graph (autograd/graph.h):
+  // the ops its forward records can then be folded into one box named after
+  // it. The first line of a forward: `const GraphScope scope = graph_scope();`
+  GraphScope graph_scope() const { return GraphScope(this); }
+
   // The returned handle shares the parameter: the layer keeps it as a member.
   Variable register_parameter(std::string name, Tensor value);
   // The child's parameters are named "<name>.<its name>". REQUIRES: a
@@ -102,5 +113,11 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+// What a drawing of root's graph calls things (GraphOptions::names): each
+// parameter by its dotted name, each module by its dotted name, and root
+// itself `root_name`.
+std::unordered_map<const void*, std::string> graph_names(const Module& root,
+                                                         const std::string& root_name = "model");
 
 }  // namespace gradflow::nn

@@ -18,7 +18,10 @@ LayerNorm::LayerNorm(int64_t dim, LayerNormOptions options, Init init)
   bias = register_parameter("bias", zeros({dim}, init.dtype));
 }
 
-Variable LayerNorm::forward(const Variable& x) const { return layer_norm(x, weight, bias, eps_); }
+Variable LayerNorm::forward(const Variable& x) const {
+  const GraphScope scope = graph_scope();
+  return layer_norm(x, weight, bias, eps_);
+}
 
 std::string LayerNorm::describe() const {
   return "LayerNorm(" + std::to_string(dim_) + ", eps=" + std::to_string(eps_) + ")";
@@ -29,7 +32,10 @@ RMSNorm::RMSNorm(int64_t dim, RMSNormOptions options, Init init) : dim_(dim), ep
   weight = register_parameter("weight", ones({dim}, init.dtype));
 }
 
-Variable RMSNorm::forward(const Variable& x) const { return rms_norm(x, weight, eps_); }
+Variable RMSNorm::forward(const Variable& x) const {
+  const GraphScope scope = graph_scope();
+  return rms_norm(x, weight, eps_);
+}
 
 std::string RMSNorm::describe() const { return "RMSNorm(" + std::to_string(dim_) + ")"; }
 

@@ -36,6 +36,7 @@ Variable add_positions(const Variable& x, const Variable& table, int64_t start, 
 }  // namespace
 
 Variable SinusoidalPositionalEncoding::forward(const Variable& x, int64_t start) const {
+  const GraphScope scope = graph_scope();
   return add_positions(x, Variable(table_), start, "SinusoidalPositionalEncoding");
 }
 
@@ -50,6 +51,7 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t max_len, int64_t 
 }
 
 Variable LearnedPositionalEmbedding::forward(const Variable& x, int64_t start) const {
+  const GraphScope scope = graph_scope();
   return add_positions(x, weight, start, "LearnedPositionalEmbedding");
 }
 

@@ -23,6 +23,7 @@ FeedForward::FeedForward(const BlockConfig& c, Init init) : activation_(c.activa
 }
 
 Variable FeedForward::forward(const Variable& x) const {
+  const GraphScope scope = graph_scope();
   Variable h = fc1->forward(x);
   if (activation_ != "gelu") return fc2->forward(relu(h));
   // fc2(gelu(h)), with gelu(h) recomputed in the backward rather than kept.
@@ -54,6 +55,7 @@ EncoderLayer::EncoderLayer(const BlockConfig& c, Init init) : config_(c) {
 }
 
 Variable EncoderLayer::forward(const Variable& x, const Tensor& mask) const {
+  const GraphScope scope = graph_scope();
   Variable h = residual(x, *self_attn_norm, config_.norm, *dropout_,
                         [&](const Variable& y) { return self_attn->forward(y, y, mask); });
   return residual(h, *ff_norm, config_.norm, *dropout_,
@@ -81,6 +83,7 @@ DecoderLayer::DecoderLayer(const BlockConfig& c, Init init) : config_(c) {
 
 Variable DecoderLayer::forward(const Variable& x, const Tensor& self_mask, const Variable& memory,
                                const Tensor& memory_mask, LayerCache* cache) const {
+  const GraphScope scope = graph_scope();
   Variable h = residual(x, *self_attn_norm, config_.norm, *dropout_, [&](const Variable& y) {
     return self_attn->forward(y, y, self_mask, cache ? &cache->self : nullptr);
   });
@@ -108,6 +111,7 @@ Encoder::Encoder(int64_t n, const BlockConfig& c, Init init) {
 }
 
 Variable Encoder::forward(Variable x, const Tensor& mask) const {
+  const GraphScope scope = graph_scope();
   for (const auto& layer : layers) x = layer->forward(x, mask);
   return x;
 }
@@ -121,6 +125,7 @@ Decoder::Decoder(int64_t n, const BlockConfig& c, Init init) {
 
 Variable Decoder::forward(Variable x, const Tensor& self_mask, const Variable& memory,
                           const Tensor& memory_mask, std::vector<LayerCache>* caches) const {
+  const GraphScope scope = graph_scope();
   if (caches && caches->size() != layers.size()) caches->resize(layers.size());
   for (size_t i = 0; i < layers.size(); ++i)
     x = layers[i]->forward(x, self_mask, memory, memory_mask, caches ? &(*caches)[i] : nullptr);

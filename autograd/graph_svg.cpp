@@ -1,0 +1,220 @@
+// The graph as a standalone SVG: layers left to right, so the forward pass
+// reads left to right and the backward pass right to left, and every edge
+// as wide as the log of the gradient that flowed back along it.
+//
+// Layout, the simple layered kind (Sugiyama's, without its dummy nodes):
+//  1. each op one layer right of its furthest input; a node with no inputs
+//     (a leaf) one layer left of its first user, so a parameter sits beside
+//     the op that reads it rather than in a far first column;
+//  2. within a layer, nodes ordered by the mean position of their neighbours
+//     in the layer before (then after), a few sweeps: fewer crossings;
+//  3. boxes as wide as their text (estimated: no font engine here), layers
+//     centred on one another, edges as curves from right side to left side.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "autograd/graph.h"
+
+namespace gradflow {
+
+namespace {
+
+constexpr double kFont = 11, kCharWidth = 0.6 * kFont;  // an average sans-serif glyph
+constexpr double kBoxHeight = 34, kRowGap = 14, kColumnGap = 78, kMargin = 20;
+constexpr double kHeader = 66;  // title and legend
+// Below this share of the largest norm an edge is drawn in the warning
+// colour: the gradient has, for practical purposes, stopped there.
+constexpr double kVanished = 1e-6;
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+double text_width(const std::string& s) { return kCharWidth * static_cast<double>(s.size()); }
+
+struct Layout {
+  std::vector<size_t> layer;                // per node
+  std::vector<std::vector<size_t>> layers;  // node ids, top to bottom
+  std::vector<double> x, y, width;          // per node: left edge, top edge, box width
+  double total_width = 0, total_height = 0;
+};
+
+Layout lay_out(const Graph& g) {
+  const size_t n = g.nodes.size();
+  std::vector<std::vector<size_t>> in(n), out(n);
+  for (const GraphEdge& e : g.edges) in[e.to].push_back(e.from), out[e.from].push_back(e.to);
+  Layout l;
+  l.layer.assign(n, 0);
+  // Nodes are in forward order, so inputs are placed before their users.
+  for (size_t i = 0; i < n; ++i)
+    for (size_t from : in[i]) l.layer[i] = std::max(l.layer[i], l.layer[from] + 1);
+  for (size_t i = n; i-- > 0;) {
+    if (!in[i].empty() || out[i].empty()) continue;
+    size_t first_user = SIZE_MAX;
+    for (size_t to : out[i]) first_user = std::min(first_user, l.layer[to]);
+    l.layer[i] = first_user - 1;
+  }
+  const size_t depth = n == 0 ? 0 : *std::max_element(l.layer.begin(), l.layer.end()) + 1;
+  l.layers.assign(depth, {});
+  for (size_t i = 0; i < n; ++i) l.layers[l.layer[i]].push_back(i);
+
+  // Barycentre sweeps: order each layer by its neighbours' mean position.
+  std::vector<double> pos(n);
+  auto number = [&] {
+    for (const auto& layer : l.layers)
+      for (size_t k = 0; k < layer.size(); ++k) pos[layer[k]] = static_cast<double>(k);
+  };
+  number();
+  auto sweep = [&](const std::vector<std::vector<size_t>>& neighbours, bool forward) {
+    for (size_t step = 0; step < depth; ++step) {
+      auto& layer = l.layers[forward ? step : depth - 1 - step];
+      std::vector<double> key(layer.size());
+      for (size_t k = 0; k < layer.size(); ++k) {
+        const auto& nb = neighbours[layer[k]];
+        double sum = 0;
+        for (size_t m : nb) sum += pos[m];
+        key[k] = nb.empty() ? pos[layer[k]] : sum / static_cast<double>(nb.size());
+      }
+      std::vector<size_t> order(layer.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return key[a] < key[b]; });
+      std::vector<size_t> sorted;
+      for (size_t k : order) sorted.push_back(layer[k]);
+      layer = sorted;
+      for (size_t k = 0; k < layer.size(); ++k) pos[layer[k]] = static_cast<double>(k);
+    }
+  };
+  for (int round = 0; round < 3; ++round) sweep(in, true), sweep(out, false);
+
+  // Coordinates.
+  l.x.assign(n, 0), l.y.assign(n, 0), l.width.assign(n, 0);
+  size_t tallest = 0;
+  for (const auto& layer : l.layers) tallest = std::max(tallest, layer.size());
+  const double pitch = kBoxHeight + kRowGap;
+  double left = kMargin;
+  for (const auto& layer : l.layers) {
+    double column = 0;
+    for (size_t i : layer)
+      column = std::max({column, text_width(g.nodes[i].label), text_width(g.nodes[i].detail)});
+    column += 16;
+    const double top = kHeader + (static_cast<double>(tallest - layer.size())) * pitch / 2;
+    for (size_t k = 0; k < layer.size(); ++k) {
+      const size_t i = layer[k];
+      l.width[i] = column, l.x[i] = left, l.y[i] = top + static_cast<double>(k) * pitch;
+    }
+    left += column + kColumnGap;
+  }
+  l.total_width = std::max(left - kColumnGap + kMargin, 460.0);
+  l.total_height = kHeader + static_cast<double>(tallest) * pitch + kMargin;
+  return l;
+}
+
+const char* fill_of(GraphNodeKind kind) {
+  switch (kind) {
+    case GraphNodeKind::kLeaf:
+      return "#fff3c4";
+    case GraphNodeKind::kGroup:
+      return "#e3eefa";
+    case GraphNodeKind::kOp:
+      break;
+  }
+  return "#ffffff";
+}
+
+void draw_legend(std::string& out, const NormRange& range, bool any_norm) {
+  out += "<text x=\"" + num(kMargin) + "\" y=\"44\" font-size=\"10\" fill=\"#444\">";
+  if (!any_norm) {
+    out += "No gradient norms recorded: draw after a backward run under a GraphCapture.</text>\n";
+    return;
+  }
+  out +=
+      "Edges: forward left to right; the label is the norm of the gradient sent back along "
+      "the edge, the width its log, " +
+      escape(format_norm(range.lo)) + " (thinnest) to " + escape(format_norm(range.hi)) +
+      " (thickest); orange: below " + escape(format_norm(kVanished)) +
+      " of the largest, or 0 (dashed).</text>\n";
+  out += "<text x=\"" + num(kMargin) +
+         "\" y=\"58\" font-size=\"10\" fill=\"#444\">Boxes: white an op and its output shape, "
+         "yellow a leaf (a parameter), blue a module's ops folded together.</text>\n";
+}
+
+}  // namespace
+
+std::string to_svg(const Graph& graph, const std::string& title) {
+  const Layout l = lay_out(graph);
+  const NormRange range = norm_range(graph);
+  bool any_norm = false;
+  for (const GraphEdge& e : graph.edges) any_norm = any_norm || !std::isnan(e.grad_norm);
+
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(l.total_width) +
+                    "\" height=\"" + num(l.total_height) + "\" viewBox=\"0 0 " +
+                    num(l.total_width) + " " + num(l.total_height) +
+                    "\" font-family=\"sans-serif\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += "<text x=\"" + num(kMargin) + "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">" +
+         escape(title.empty() ? "Computation graph" : title) + "</text>\n";
+  draw_legend(out, range, any_norm);
+
+  // Edges first, under the boxes; their labels after the boxes, on top.
+  std::string labels;
+  for (const GraphEdge& e : graph.edges) {
+    const double x1 = l.x[e.from] + l.width[e.from], y1 = l.y[e.from] + kBoxHeight / 2;
+    const double x2 = l.x[e.to], y2 = l.y[e.to] + kBoxHeight / 2;
+    const double bend = std::min((x2 - x1) / 2, 120.0);
+    const bool known = !std::isnan(e.grad_norm);
+    const bool vanished = known && !(e.grad_norm > kVanished * range.hi);
+    const char* colour = !known ? "#999999" : vanished ? "#d55e00" : "#3b6ea5";
+    out += "<path class=\"edge\" d=\"M" + num(x1) + " " + num(y1) + " C" + num(x1 + bend) + " " +
+           num(y1) + " " + num(x2 - bend) + " " + num(y2) + " " + num(x2) + " " + num(y2) +
+           "\" fill=\"none\" stroke=\"" + colour + "\" stroke-opacity=\"0.75\" stroke-width=\"" +
+           num(edge_width(e.grad_norm, range)) + "\"" +
+           (known && e.grad_norm == 0 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
+    if (!known) continue;
+    // The curve's midpoint: (P0 + 3 P1 + 3 P2 + P3) / 8.
+    const double mx = (x1 + 3 * (x1 + bend) + 3 * (x2 - bend) + x2) / 8, my = (y1 + y2) / 2;
+    std::string text = format_norm(e.grad_norm);
+    if (e.folded > 1) text += " (" + std::to_string(e.folded) + ")";
+    labels += "<text class=\"norm\" x=\"" + num(mx) + "\" y=\"" + num(my - 3) +
+              "\" font-size=\"9\" text-anchor=\"middle\" fill=\"" + colour +
+              "\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">" + escape(text) +
+              "</text>\n";
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& n = graph.nodes[i];
+    const double cx = l.x[i] + l.width[i] / 2;
+    out += "<g class=\"node\"><rect x=\"" + num(l.x[i]) + "\" y=\"" + num(l.y[i]) + "\" width=\"" +
+           num(l.width[i]) + "\" height=\"" + num(kBoxHeight) + "\" rx=\"5\" fill=\"" +
+           fill_of(n.kind) + "\" stroke=\"#333\"" +
+           (i + 1 == graph.nodes.size() ? " stroke-width=\"2\"" : "") + "/>";
+    out += "<text x=\"" + num(cx) + "\" y=\"" + num(l.y[i] + 14) + "\" font-size=\"" + num(kFont) +
+           "\" text-anchor=\"middle\" font-weight=\"bold\">" + escape(n.label) + "</text>";
+    out += "<text x=\"" + num(cx) + "\" y=\"" + num(l.y[i] + 27) + "\" font-size=\"" +
+           num(kFont - 1) + "\" text-anchor=\"middle\" fill=\"#555\">" + escape(n.detail) +
+           "</text></g>\n";
+  }
+  return out + labels + "</svg>\n";
+}
+
+}  // namespace gradflow
