@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "autograd/reference.h"
+#include "examples/common/step_graph.h"
 #include "tensor/parallel.h"
 
 namespace gradflow::examples {
@@ -129,6 +130,17 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
                 "replace the run already in --out (its log and checkpoints are deleted)");
   args.add("--resume", &f.resume, "continue the run whose checkpoint is in DIR (empty: none)")
       .metavar("DIR");
+  // Pictures of the run: they change nothing in it.
+  args.add("--graph", &f.graph,
+           "draw the graph of one training step, each edge labelled and sized by the norm of the "
+           "gradient that flowed back along it: FILE.svg, or FILE.dot for Graphviz (empty: none)")
+      .metavar("FILE");
+  args.add("--graph-step", &f.graph_step, "the step --graph draws").min(1);
+  args.add("--graph-depth", &f.graph_depth,
+           "--graph folds each module this many levels deep into one box (0: every op; 1: the "
+           "model; 2: its parts; 3: each layer)")
+      .min(0)
+      .max(64);
 }
 
 std::string checkpoint_path(const std::string& dir) {
@@ -220,6 +232,9 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     if (problem.rfind("model config: ", 0) == 0) problem.erase(0, 14);
     throw UsageError(problem);
   }
+  // Before the run claims its folder: a drawing that cannot be made is a
+  // mistake in the command, not a failure at step N.
+  check_graph_request({.path = flags.graph, .step = flags.graph_step}, flags.steps);
   set_num_threads(flags.threads);
   set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several

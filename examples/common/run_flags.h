@@ -78,6 +78,10 @@ struct CommonFlags {
   int64_t max_skipped_steps = 100;
   bool reference = false;  // run every fused op's composed reference (autograd/reference.h)
   std::string out = "runs/out", resume = "";
+  // --graph FILE, --graph-step N, --graph-depth D (training.h: GraphRequest)
+  std::string graph = "";
+  int64_t graph_step = 1;
+  int graph_depth = 0;
 };
 
 void add_common_flags(cli::ArgParser& args, RunFlags& run_flags, CommonFlags& flags);

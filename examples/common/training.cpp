@@ -12,6 +12,7 @@
 #include "examples/common/csv_log.h"
 #include "examples/common/progress.h"
 #include "examples/common/signals.h"
+#include "examples/common/step_graph.h"
 #include "nn/io/atomic_file.h"
 
 namespace gradflow::examples {
@@ -93,7 +94,8 @@ LoopOptions loop_options(const CommonFlags& f) {
           .stop_on_nan = f.stop_on_nan,
           .max_skipped_steps = f.max_skipped_steps,
           .threads = f.threads,
-          .resume_dir = f.resume};
+          .resume_dir = f.resume,
+          .graph = {.path = f.graph, .step = f.graph_step, .depth = f.graph_depth}};
 }
 
 namespace {
@@ -155,6 +157,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     throw UsageError("--out " + cli::quote(dir.string()) + ": cannot create the directory" +
                      (ec ? ": " + ec.message() : ""));
   const std::string ckpt = checkpoint_path(dir), log_path = (dir / "log.csv").string();
+  check_graph_request(options.graph, options.steps);
 
   TrainResult result;
   const bool resuming = !options.resume_dir.empty();
@@ -230,7 +233,15 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   std::string eval_text;  // the last evaluation, shown beside the loss
   int64_t skipped_in_a_row = 0, session_steps = 0;
   model.train();
+  if (!options.graph.path.empty() && options.graph.step <= result.step)
+    progress.note("warning: --graph-step " + std::to_string(options.graph.step) +
+                  " was trained before this session: no graph drawn");
   while (result.step < options.steps) {
+    if (!options.graph.path.empty() && options.graph.step == result.step + 1)
+      progress.note(draw_step_graph(
+          options.graph, model, generators, hooks,
+          value_or(options.metadata, "program") + ": the graph of training step " +
+              std::to_string(options.graph.step) + ", edges labelled with the gradient's norm"));
     const StepInfo info =
         take_step(optimizer, schedule, options.clip, options.parts, hooks, ++result.step);
     ++session_steps;

@@ -82,6 +82,13 @@ struct Hooks {
   std::function<void(const StepInfo&)> after_step = nullptr;
 };
 
+// --graph: draw one step's graph (step_graph.h).
+struct GraphRequest {
+  std::string path = "";  // FILE.svg, or FILE.dot for Graphviz text; empty: no graph
+  int64_t step = 1;       // which step (1-based)
+  int depth = 0;          // GraphOptions::collapse_depth: 0 every op, 2 a model's parts, ...
+};
+
 struct LoopOptions {
   std::string out_dir = "";
   int64_t steps = 0, eval_every = 0, save_every = 0;  // 0: never (but at the end)
@@ -93,6 +100,7 @@ struct LoopOptions {
   std::vector<std::string> metrics = {};  // the evaluation's log columns
   nn::Metadata metadata = {};             // saved in both files
   std::string resume_dir = "";            // continue from its checkpoint, or empty
+  GraphRequest graph = {};                // draw this step's graph before it runs
   std::ostream* err = nullptr;            // progress and messages; nullptr: std::cerr
   std::optional<bool> tty = std::nullopt;
 };
