@@ -1,0 +1,35 @@
+// What every lesson program shares: its command line (--out, --seed), text
+// bar charts for the terminal, and writing its figure.
+//
+// A lesson is a small program that shows one idea in seconds: it prints what
+// it measured (the numbers its page in docs/lessons/ quotes, held to the
+// output by a test) and writes one figure into --out. Its page reads
+// predict -> run -> see -> why -> where in the code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "examples/common/args.h"
+
+namespace gradflow::lessons {
+
+struct Lesson {
+  std::string name;  // "01_dot_product_variance"
+  std::string out;   // where its figures go
+  int64_t seed = 0;
+};
+
+// Adds --out (default runs/lessons/<name>) and --seed to args, parses the
+// command line, and returns the settings. Throws cli::UsageError.
+Lesson parse_lesson(cli::ArgParser& args, const std::string& name, int argc, char** argv);
+
+// "#########.......": `value` of `max` as a bar `width` characters long
+// (rounded; empty for 0 or less, full for max or more, "?" for NaN).
+std::string bar(double value, double max, int width = 40);
+
+// Writes text to <out>/<file> atomically (creating out) and prints
+// "figure: <path>". Throws cli::UsageError when out cannot be made.
+void write_figure(const Lesson& lesson, const std::string& file, const std::string& text);
+
+}  // namespace gradflow::lessons
