@@ -11,6 +11,10 @@ namespace gradflow::nn {
 Linear::Linear(int64_t in, int64_t out, LinearOptions options, Init init) : in_(in), out_(out) {
   check_positive("Linear", in, "in_features");
   check_positive("Linear", out, "out_features");
+  // U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default: an output sums `in`
+  // products, so weights of variance about 1/in keep the output's variance
+  // near the input's at any width. The same variance argument gives
+  // attention its 1/sqrt(d_k) (nn/scale_modes.h, docs/lessons/).
   double bound = 1.0 / std::sqrt(static_cast<double>(in));
   Generator& gen = init.generator();
   weight = register_parameter("weight", rand({out, in}, gen, init.dtype, -bound, bound));
