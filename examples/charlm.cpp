@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/attention_maps.h"
 #include "examples/common/csv_log.h"
 #include "examples/common/number_text.h"
 #include "examples/common/program.h"
@@ -87,6 +88,18 @@ std::string default_prompt(const nn::CharDataset& data) {
   return out;
 }
 
+// One window of text as --attention-maps draws it, each character visible ("␣" a space).
+AttentionExample map_example(const nn::DecoderLM& model, const nn::CharDataset& data,
+                             const Tensor& window) {
+  AttentionExample e{.title = "charlm"};
+  for (int64_t j = 0; j < window.shape()[1]; ++j) {
+    const std::vector<int64_t> id = {static_cast<int64_t>(window.at({0, j}))};
+    e.decoder_tokens.push_back(visible_char(static_cast<unsigned char>(data.decode(id).at(0))));
+  }
+  e.forward = [&model, window] { model.forward(window); };
+  return e;
+}
+
 int run(int argc, char** argv) {
   CommonFlags flags{.steps = 600,
                     .batch = 16,
@@ -136,6 +149,8 @@ int run(int argc, char** argv) {
       });
   program.args.add_flag("--sample-each-eval", &sample_each_eval,
                         "also print a sample at each evaluation");
+  std::string maps_dir;
+  add_attention_maps_flag(program.args, &maps_dir);
   // A run flag: what val_loss is measured on.
   program.run_flags.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
       .min(1)
@@ -186,9 +201,12 @@ int run(int argc, char** argv) {
 
   // Mean loss of eval_batches fixed windows of a split, drawn from a
   // generator of their own so evaluation never moves the training stream.
+  auto split_generator = [&](nn::Split split) {
+    return Generator(static_cast<uint64_t>(flags.seed) ^
+                     (split == nn::Split::Val ? 0x5eedull : 0x7a1ull));
+  };
   auto split_loss = [&](nn::Split split) {
-    Generator gen(static_cast<uint64_t>(flags.seed) ^
-                  (split == nn::Split::Val ? 0x5eedull : 0x7a1ull));
+    Generator gen = split_generator(split);
     double total = 0;
     for (int64_t i = 0; i < eval_batches; ++i) {
       auto [x, y] = data.batch(split, flags.batch, context, gen);
@@ -226,6 +244,12 @@ int run(int argc, char** argv) {
       std::printf("sample (temperature %s, top-k %lld):\n%s\n",
                   cli::number_text(temperature).c_str(), static_cast<long long>(top_k),
                   sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
+    if (!maps_dir.empty()) {  // the first held-out window the evaluation scores
+      Generator gen = split_generator(nn::Split::Val);
+      const Tensor window = data.batch(nn::Split::Val, flags.batch, context, gen).first;
+      write_attention_maps(model, map_example(model, data, window.narrow(0, 0, 1).contiguous()),
+                           maps_dir, std::cout);
+    }
   };
   return program.train(model, hooks, report);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/attention_maps.h"
 #include "examples/common/program.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -61,6 +62,16 @@ std::string to_string(const Batch& batch, int64_t row) {
   return out;
 }
 
+// Example 0 of batch as --attention-maps draws it: its symbols, padding left out.
+AttentionExample map_example(const nn::EncoderClassifier& model, const Batch& batch) {
+  AttentionExample e{.title = "classify (does the first symbol recur?)"};
+  for (int64_t j = 0; j < batch.ids.shape()[1] && batch.pad.at({0, j}) == 0; ++j)
+    e.encoder_tokens.push_back(std::to_string(static_cast<int64_t>(batch.ids.at({0, j})) - 1));
+  auto first = [](const Tensor& t) { return t.narrow(0, 0, 1).contiguous(); };
+  e.forward = [&model, ids = first(batch.ids), pad = first(batch.pad)] { model.forward(ids, pad); };
+  return e;
+}
+
 struct Scores {
   double loss = 0, accuracy = 0;
 };
@@ -104,6 +115,8 @@ int run(int argc, char** argv) {
   // A run flag: what val_loss and the accuracy are measured on.
   program.run_flags.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
   program.args.add("--show", &show, "classified examples printed at the end").min(0);
+  std::string maps_dir;
+  add_attention_maps_flag(program.args, &maps_dir);
   program.parse(argc, argv);
   if (task.min_len > task.max_len)
     throw cli::UsageError("--min-len " + std::to_string(task.min_len) + " exceeds --max-len " +
@@ -154,6 +167,7 @@ int run(int argc, char** argv) {
       std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
                   p.at({i, 1}), yes == want ? "" : "   WRONG");
     }
+    if (!maps_dir.empty()) write_attention_maps(model, map_example(model, b), maps_dir, std::cout);
   };
   return program.train(model, hooks, report);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/attention_maps.h"
 #include "examples/common/program.h"
 #include "nn/data/recall_task.h"
 #include "nn/loss.h"
@@ -101,6 +102,16 @@ void print_answers(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
   }
 }
 
+// Sequence 0 of b as --attention-maps draws it, a token name at each position.
+AttentionExample map_example(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
+                             const nn::RecallBatch& b) {
+  AttentionExample e{.title = "recall"};
+  for (int64_t p = 0; p < b.input.shape()[1]; ++p)
+    e.decoder_tokens.push_back(token_name(task, static_cast<int64_t>(b.input.at({0, p}))));
+  e.forward = [&model, input = b.input.narrow(0, 0, 1).contiguous()] { model.forward(input); };
+  return e;
+}
+
 int run(int argc, char** argv) {
   CommonFlags flags{.steps = 1000,
                     .batch = 64,
@@ -140,6 +151,8 @@ int run(int argc, char** argv) {
   program.args
       .add("--show", &show, "held-out sequences printed with the model's answers at the end")
       .min(0);
+  std::string maps_dir;
+  add_attention_maps_flag(program.args, &maps_dir);
   program.parse(argc, argv);
   if (pairs > keys)
     throw cli::UsageError("--pairs " + std::to_string(pairs) + " exceeds --keys " +
@@ -194,9 +207,12 @@ int run(int argc, char** argv) {
         100 * metrics[1], 100.0 / static_cast<double>(task.n_values), metrics[0]);
   };
   report.show = [&] {
-    if (show == 0) return;
-    std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
-    print_answers(model, task, eval_set.front(), show);
+    if (show > 0) {
+      std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
+      print_answers(model, task, eval_set.front(), show);
+    }
+    if (!maps_dir.empty())
+      write_attention_maps(model, map_example(model, task, eval_set.front()), maps_dir, std::cout);
   };
   return program.train(model, hooks, report);
 }

@@ -4,11 +4,13 @@
 // symbols in well under a minute on two cores.
 #include <cstdio>
 #include <iostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/attention_maps.h"
 #include "examples/common/program.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
@@ -65,6 +67,27 @@ void print_decodes(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& tas
     if (got != want) line += "   WRONG, want " + nn::tokens_to_string(task, want);
     std::cout << line << '\n';
   }
+}
+
+// Example row 0 of b as --attention-maps draws it: its source up to and including EOS, and
+// the decoder's input (BOS, then the target), teacher-forced as in training.
+AttentionExample map_example(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& task,
+                             const nn::Seq2SeqBatch& b) {
+  auto names = [&](const Tensor& ids) {
+    std::vector<std::string> out;
+    for (int64_t j = 0; j < ids.shape()[1] && ids.at({0, j}) != nn::kPadToken; ++j) {
+      const auto id = static_cast<int64_t>(ids.at({0, j}));
+      out.push_back(nn::tokens_to_string(task, std::span(&id, 1)));
+    }
+    return out;
+  };
+  auto first = [](const Tensor& t) { return t.narrow(0, 0, 1).contiguous(); };
+  return {.title = "seq2seq " + task.task,
+          .encoder_tokens = names(b.src),
+          .decoder_tokens = names(b.tgt_in),
+          .forward = [&model, src = first(b.src), tgt = first(b.tgt_in), pad = first(b.src_pad)] {
+            model.forward(src, tgt, pad);
+          }};
 }
 
 // Each task's --steps when none is given: enough to reach 99% held-out token
@@ -124,6 +147,8 @@ int run(int argc, char** argv) {
       .min(1)
       .max(1 << 20);
   program.args.add("--show", &show, "greedy decodes printed at the end").min(0);
+  std::string maps_dir;
+  add_attention_maps_flag(program.args, &maps_dir);
   program.args.set_default_text("--steps", default_steps_text());
   program.parse(argc, argv, [&] {
     // A flag the task has no use for is a mistake, not something to ignore.
@@ -182,9 +207,12 @@ int run(int argc, char** argv) {
         static_cast<long long>(n_eval), 100 * metrics[1], 100 * metrics[2], metrics[0]);
   };
   report.show = [&] {
-    if (show == 0) return;
-    std::cout << "greedy decodes:\n";
-    print_decodes(model, task, eval_set.front(), show);
+    if (show > 0) {
+      std::cout << "greedy decodes:\n";
+      print_decodes(model, task, eval_set.front(), show);
+    }
+    if (!maps_dir.empty())
+      write_attention_maps(model, map_example(model, task, eval_set.front()), maps_dir, std::cout);
   };
   return program.train(model, hooks, report);
 }

@@ -22,6 +22,10 @@ constexpr double kTitleBand = 22;    // Height of a panel's title above its matr
 constexpr double kNoteRow = 14;      // Height of one annotation line.
 constexpr double kPad = 10;          // Space around a panel's contents.
 constexpr double kBarWidth = 200, kBarHeight = 12, kBarBand = 44;
+constexpr double kTickLabelFont = 10, kSubtitleFont = 12;
+constexpr double kTickLabelGap = 4;  // Between a tick label and its matrix.
+constexpr double kLabelPitch = 12;   // The least distance between two labels' centres.
+constexpr double kSubtitleRow = 18;  // Height of a figure title's second and later lines.
 
 template <class... Parts>
 void put(std::string& out, const Parts&... parts) {
@@ -47,8 +51,18 @@ void check_overlays(const Heatmap& h) {
   }
 }
 
+void check_labels(const Heatmap& h) {
+  if (!h.row_labels.empty() && static_cast<int64_t>(h.row_labels.size()) != h.rows)
+    fail("render_heatmap_grid: panel '", h.title, "' has ", h.row_labels.size(), " row labels for ",
+         h.rows, " rows; give one per row or none");
+  if (!h.column_labels.empty() && static_cast<int64_t>(h.column_labels.size()) != h.columns)
+    fail("render_heatmap_grid: panel '", h.title, "' has ", h.column_labels.size(),
+         " column labels for ", h.columns, " columns; give one per column or none");
+}
+
 void check_panel(const Heatmap& h) {
   check_overlays(h);
+  check_labels(h);
   if (!h.missing.empty()) {
     if (h.rows != 0 || h.columns != 0 || !h.values.empty()) {
       fail("render_heatmap_grid: panel '", h.title, "' says '", h.missing,
@@ -75,11 +89,13 @@ void check_panel(const Heatmap& h) {
   }
 }
 
-// The sizes every panel's cell of the grid shares: wide enough for the matrix and for the
-// widest title or note, tall enough for the most notes.
+// The sizes every panel's cell of the grid shares: wide enough for the matrix with its row
+// labels and for the widest title or note, tall enough for the column labels and the most notes.
 struct Cell {
   double width = 0, height = 0;
   double matrix_height = 0;  // the band the matrices take: matrix_size, less for wide ones
+  double row_band = 0;       // left of the matrices, for row labels (0: none has any)
+  double column_band = 0;    // above the matrices, for column labels (0: none has any)
   size_t notes = 0;
 };
 
@@ -95,6 +111,24 @@ double matrix_height(const Heatmap& h, double matrix_size) {
   return cell_side(h, matrix_size) * static_cast<double>(h.rows);
 }
 
+double widest(const std::vector<std::string>& labels) {
+  double w = 0;
+  for (const std::string& label : labels) w = std::max(w, text_width(label, kTickLabelFont));
+  return w;
+}
+
+// Whether h's column labels are written across: when each fits above its own cell. Longer
+// ones (seq2seq's "<eos>" over a 20-pixel cell) are turned to read upwards instead.
+bool columns_across(const Heatmap& h, double matrix_size) {
+  return widest(h.column_labels) + 2 <= cell_side(h, matrix_size);
+}
+
+// Every k-th label of an axis is written, k the least that keeps their centres kLabelPitch
+// apart: a 64-character context in 300 pixels shows every third character.
+int64_t label_step(double side) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kLabelPitch / side)));
+}
+
 Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
   Cell c;
   double content = matrix_size;
@@ -105,11 +139,19 @@ Cell cell_size(const std::vector<HeatmapRow>& rows, double matrix_size) {
         content = std::max(content, text_width(note, kNoteFont));
       c.notes = std::max(c.notes, h.notes.size());
       c.matrix_height = std::max(c.matrix_height, matrix_height(h, matrix_size));
+      if (!h.row_labels.empty())
+        c.row_band = std::max(c.row_band, widest(h.row_labels) + kTickLabelGap);
+      if (!h.column_labels.empty())
+        c.column_band =
+            std::max(c.column_band,
+                     (columns_across(h, matrix_size) ? kTickLabelFont : widest(h.column_labels)) +
+                         kTickLabelGap);
     }
   }
+  content = std::max(content, matrix_size + c.row_band);
   c.width = std::ceil(content + 2 * kPad);
-  c.height =
-      std::ceil(kTitleBand + c.matrix_height + 6 + static_cast<double>(c.notes) * kNoteRow + kPad);
+  c.height = std::ceil(kTitleBand + c.column_band + c.matrix_height + 6 +
+                       static_cast<double>(c.notes) * kNoteRow + kPad);
   return c;
 }
 
@@ -138,21 +180,48 @@ void put_overlays(std::string& out, const Heatmap& h, double left, double top, d
   }
 }
 
+// The row labels left of the matrix whose top-left corner is (left, top), the column labels
+// above it; each centred on its row or column.
+void put_tick_labels(std::string& out, const Heatmap& h, double left, double top, double side,
+                     bool across) {
+  const double half = 0.35 * kTickLabelFont;  // from a baseline to the middle of its glyphs
+  const int64_t row_step = label_step(side), column_step = across ? 1 : label_step(side);
+  for (int64_t i = 0; i < static_cast<int64_t>(h.row_labels.size()); i += row_step)
+    put_text(out, left - kTickLabelGap, top + side * (static_cast<double>(i) + 0.5) + half,
+             kTickLabelFont, " text-anchor=\"end\" class=\"row-label\"",
+             h.row_labels[static_cast<size_t>(i)]);
+  for (int64_t j = 0; j < static_cast<int64_t>(h.column_labels.size()); j += column_step) {
+    const double middle = left + side * (static_cast<double>(j) + 0.5);
+    const std::string& label = h.column_labels[static_cast<size_t>(j)];
+    if (across) {
+      put_text(out, middle, top - kTickLabelGap, kTickLabelFont,
+               " text-anchor=\"middle\" class=\"column-label\"", label);
+    } else {  // turned a quarter left about its start, which sits just above the column
+      const double x = middle + half, y = top - kTickLabelGap;
+      put_text(out, x, y, kTickLabelFont,
+               " transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\" class=\"column-label\"",
+               label);
+    }
+  }
+}
+
 // One panel with its top-left corner at (x, y): the title, the matrix (square cells, as large
-// as fit matrix_size, centred), a frame around it so white cells show where it ends, the notes.
+// as fit matrix_size, centred right of the row labels' band), a frame around it so white cells
+// show where it ends, the tick labels, the notes.
 void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, double y,
                double matrix_size) {
   const double centre = x + cell.width / 2;
   put_text(out, centre, y + kTitleBand - 7, kPanelTitleFont,
            " text-anchor=\"middle\" font-weight=\"bold\"", h.title);
-  const double top = y + kTitleBand;
+  const double top = y + kTitleBand + cell.column_band;
   if (!h.missing.empty()) {
     put_text(out, centre, top + cell.matrix_height / 2, kNoteFont, " text-anchor=\"middle\"",
              h.missing);
   } else {
     const double side = cell_side(h, matrix_size);
     const double width = side * static_cast<double>(h.columns);
-    const double left = std::round(centre - width / 2);
+    const double left =
+        std::round(x + cell.row_band + (cell.width - cell.row_band) / 2 - width / 2);
     for (int64_t i = 0; i < h.rows; ++i) {
       for (int64_t j = 0; j < h.columns; ++j) {
         put(out, "<rect class=\"cell\" x=\"", num(left + side * static_cast<double>(j)), "\" y=\"",
@@ -165,6 +234,7 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
         num(width), "\" height=\"", num(side * static_cast<double>(h.rows)),
         "\" fill=\"none\" stroke=\"#999\" stroke-width=\"1\"/>\n");
     put_overlays(out, h, left, top, side);
+    put_tick_labels(out, h, left, top, side, columns_across(h, matrix_size));
   }
   double line = top + cell.matrix_height + 6 + kNoteFont;
   for (const std::string& note : h.notes) {
@@ -219,9 +289,16 @@ std::string render_heatmap_grid(const std::vector<HeatmapRow>& rows,
   if (columns == 0) fail("render_heatmap_grid: there are no panels to draw");
 
   const Cell cell = cell_size(rows, matrix_size);
-  const double width = 2 * kEdge + cell.width * static_cast<double>(columns);
+  double width = 2 * kEdge + cell.width * static_cast<double>(columns);
   std::string body;
   double y = kEdge;
+  for (size_t i = 0; i < options.title.size(); ++i) {
+    const double font = i == 0 ? kHeadingFont : kSubtitleFont;
+    width = std::max(width, 2 * (kEdge + kPad) + text_width(options.title[i], font));
+    put_text(body, kEdge + kPad, y + (i == 0 ? kHeadingBand - 8 : kSubtitleRow - 5), font,
+             i == 0 ? " font-weight=\"bold\"" : "", options.title[i]);
+    y += i == 0 ? kHeadingBand : kSubtitleRow;
+  }
   for (const HeatmapRow& r : rows) {
     if (!r.heading.empty()) {
       put_text(body, kEdge + kPad, y + kHeadingBand - 8, kHeadingFont, " font-weight=\"bold\"",

@@ -5,7 +5,8 @@
 // of red, green and blue, and a colour bar beneath the grid that says so. Each panel has a title
 // above its matrix and a few annotation lines beneath it; each row of panels may have a heading
 // across the figure. Row i of a matrix is drawn top to bottom, column j left to right, so an
-// attention matrix reads with queries down and keys across.
+// attention matrix reads with queries down and keys across. A panel may name its rows (written
+// left of the matrix) and columns (written above it): the tokens of an attention map.
 //
 //   plot::Heatmap map{.title = "inv_sqrt_dk", .notes = {"entropy 0.41"},
 //                     .rows = 3, .columns = 4, .values = weights};  // row-major, 12 values
@@ -43,6 +44,11 @@ struct Heatmap {
   // rows, columns and values must be 0, 0 and empty.
   std::string missing{};
   std::vector<HeatmapOverlay> overlays{};  // Drawn over the cells, in order.
+  // Tick labels, one per row or per column, or none (empty). Row labels end just left of their
+  // rows; column labels stand above their columns, across when each fits its cell, else turned
+  // to read upwards. Where cells are too small for every label, every k-th is written (0, k,
+  // 2k, ...), k the smallest that keeps labels apart.
+  std::vector<std::string> row_labels{}, column_labels{};
 };
 
 // One row of panels, left to right, under an optional heading.
@@ -54,6 +60,9 @@ struct HeatmapRow {
 struct HeatmapOptions {
   double matrix_size = 150;       // Pixels of the longer side of every panel's matrix.
   std::string legend = "weight";  // The colour bar's label: "weight 0 ... 1".
+  // Lines above everything, the first in bold (what the figure shows); the figure is made
+  // wide enough for each. None when empty.
+  std::vector<std::string> title{};
 };
 
 // The colour of v in [0, 1] as "#rrggbb": "#ffffff" at 0, "#08306b" at 1.
@@ -66,8 +75,9 @@ std::string heat_color(double v);
 // panel has rows or columns below 1 without `missing`, when its values are not rows x columns
 // many, when a value is NaN or outside [0, 1], when an overlay's rows and columns differ in
 // length or hold a point that is not finite or lies outside the matrix (or the panel is
-// `missing`), or when matrix_size is not a finite number of at
-// least 10 pixels.
+// `missing`), when a panel has row or column labels but not one per row or column, or when
+// matrix_size is not a finite number of at least 10 pixels. Without labels and title the
+// output is what it was before either existed.
 std::string render_heatmap_grid(const std::vector<HeatmapRow>& rows,
                                 const HeatmapOptions& options = {});
 

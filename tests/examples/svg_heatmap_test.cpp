@@ -227,3 +227,86 @@ TEST(RenderHeatmap, AWideMatrixTakesOnlyItsOwnHeight) {
 
 }  // namespace
 }  // namespace gradflow::plot
+
+namespace gradflow::plot {
+namespace {
+
+// The number after `key="` in the first element of `svg` that starts with `element`.
+double number_in(const std::string& svg, const std::string& element, const std::string& key) {
+  const size_t at = svg.find(element);
+  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
+  return std::stod(svg.substr(svg.find(key + "=\"", at) + key.size() + 2));
+}
+
+TEST(RenderHeatmapLabels, EachRowAndColumnNamedAndEscapedBesideTheMatrix) {
+  Heatmap map = two_by_three();
+  map.row_labels = {"<bos>", "a&b"};
+  map.column_labels = {"x", "y", "\"z\""};
+  const std::string svg = render_heatmap_grid({{.panels = {map}}});
+  EXPECT_EQ(count(svg, "class=\"row-label\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"column-label\""), 3u);
+  for (const char* escaped : {">&lt;bos&gt;<", ">a&amp;b<", ">x<", ">&quot;z&quot;<"})
+    EXPECT_NE(svg.find(escaped), std::string::npos) << escaped;
+  EXPECT_EQ(svg.find("<bos>"), std::string::npos);
+  // 50-pixel cells: a row's label ends 4 px left of the frame, level with its row; a column's
+  // stands across, centred above its column (each fits its cell, so none is turned).
+  const double left = number_in(svg, "<rect class=\"matrix-frame\"", "x");
+  const double top = number_in(svg, "<rect class=\"matrix-frame\"", "y");
+  const std::string row = svg.substr(svg.rfind("<text", svg.find(">&lt;bos&gt;<")));
+  EXPECT_EQ(number_in(row, "<text", "x"), left - 4);
+  EXPECT_EQ(number_in(row, "<text", "y"), top + 25 + 3.5);  // 3.5: baseline to glyphs' middle
+  const std::string column = svg.substr(svg.rfind("<text", svg.find(">x<")));
+  EXPECT_EQ(number_in(column, "<text", "x"), left + 25);
+  EXPECT_EQ(number_in(column, "<text", "y"), top - 4);
+  EXPECT_EQ(svg.find("rotate("), std::string::npos);
+}
+
+TEST(RenderHeatmapLabels, LongLabelsTurnAndCrowdedOnesThinOut) {
+  // 64 x 64 in 150 px: cells of 2 px, so every 6th label (12 px apart): 0, 6, ..., 60.
+  Heatmap map{
+      .title = "long", .rows = 64, .columns = 64, .values = std::vector<double>(64 * 64, 0)};
+  for (int i = 0; i < 64; ++i) {
+    map.row_labels.push_back("r" + std::to_string(i));
+    map.column_labels.push_back("c" + std::to_string(i));
+  }
+  const std::string svg = render_heatmap_grid({{.panels = {map}}});
+  EXPECT_EQ(count(svg, "class=\"row-label\""), 11u);
+  EXPECT_EQ(count(svg, "class=\"column-label\""), 11u);
+  EXPECT_EQ(count(svg, "rotate(-90 "), 11u);  // "c6" is wider than a 2-pixel cell
+  for (const char* shown : {">r0<", ">r6<", ">r60<", ">c0<", ">c54<"})
+    EXPECT_NE(svg.find(shown), std::string::npos) << shown;
+  for (const char* skipped : {">r1<", ">r63<", ">c5<"})
+    EXPECT_EQ(svg.find(skipped), std::string::npos) << skipped;
+}
+
+TEST(RenderHeatmapLabels, NotOnePerRowOrColumnIsAnError) {
+  auto with = [](std::vector<std::string> rows, std::vector<std::string> columns) {
+    Heatmap map = two_by_three();
+    map.row_labels = std::move(rows);
+    map.column_labels = std::move(columns);
+    return [map] { render_heatmap_grid({{.panels = {map}}}); };
+  };
+  EXPECT_NE(error_of(with({"a", "b", "c"}, {})).find("has 3 row labels for 2 rows"),
+            std::string::npos);
+  EXPECT_NE(error_of(with({}, {"a", "b"})).find("has 2 column labels for 3 columns"),
+            std::string::npos);
+  EXPECT_EQ(error_of(with({"a", "b"}, {"x", "y", "z"})), "");
+  EXPECT_THROW(render_heatmap_grid(
+                   {{.panels = {{.title = "m", .missing = "diverged", .row_labels = {"a"}}}}}),
+               Error);
+}
+
+TEST(RenderHeatmapLabels, AFigureTitleWidensTheFigureAndNothingElseChangesWithoutOne) {
+  const std::string plain = render_heatmap_grid({{.panels = {two_by_three()}}});
+  EXPECT_EQ(plain.find("label\""), std::string::npos);
+  const std::string long_title(120, 'w');
+  const std::string titled = render_heatmap_grid({{.panels = {two_by_three()}}},
+                                                 {.title = {long_title, "rows: queries & keys"}});
+  EXPECT_NE(titled.find("font-weight=\"bold\">" + long_title + "<"), std::string::npos);
+  EXPECT_NE(titled.find(">rows: queries &amp; keys<"), std::string::npos);
+  EXPECT_GT(number_in(titled, "<svg", "width"), number_in(plain, "<svg", "width") + 100);
+  EXPECT_GT(number_in(titled, "<svg", "height"), number_in(plain, "<svg", "height"));
+}
+
+}  // namespace
+}  // namespace gradflow::plot
