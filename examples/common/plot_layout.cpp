@@ -60,6 +60,20 @@ std::vector<Tick> fitting_ticks(Range r, bool log, double pixels, bool horizonta
   }
 }
 
+// One line if it fits `width`, else two, broken at the last space that lets the first fit
+// (or the first space, if none does).
+std::vector<std::string> title_lines(const std::string& title, double width) {
+  if (title.empty()) return {};
+  if (text_width(title, kTitleFont) <= width) return {title};
+  std::size_t cut = std::string::npos;
+  for (std::size_t at = title.find(' '); at != std::string::npos; at = title.find(' ', at + 1)) {
+    if (cut != std::string::npos && text_width(title.substr(0, at), kTitleFont) > width) break;
+    cut = at;
+  }
+  if (cut == std::string::npos) return {title};
+  return {title.substr(0, cut), title.substr(cut + 1)};
+}
+
 // A series has a legend entry when it has a label and something to draw: an
 // empty one (a mode a run left out) keeps its colour without a dead entry.
 bool in_legend(const Series& s) { return !s.label.empty() && !s.x.empty(); }
@@ -124,6 +138,11 @@ std::vector<double> y_values(const Figure& f, Range xr) {
 
 }  // namespace
 
+std::string_view series_colour(const Series& s, int index) {
+  if (!s.color.empty()) return s.color;
+  return s.reference ? kReferenceColor : palette_color(index);
+}
+
 double text_width(std::string_view text, double font) {
   return static_cast<double>(glyphs(text)) * kEm * font;
 }
@@ -179,7 +198,8 @@ Layout make_layout(const Figure& f) {
 
   Layout l;
   const double width = f.width, height = f.height;
-  l.top = f.title.empty() ? 14 : 40;
+  l.title_lines = title_lines(f.title, width - 2 * kEdge);
+  l.top = f.title.empty() ? 14 : 40 + kTitleRow * static_cast<double>(l.title_lines.size() - 1);
   // The legend goes right of the plot while it is narrow and short enough to end above the
   // figure's bottom; others would squeeze the plot (in small grid panels especially) or run
   // off it, so they go in rows beneath it instead.
@@ -324,15 +344,20 @@ GridLayout make_grid_layout(const std::vector<Figure>& figures, int columns,
       p.y.max = shared.hi;
     }
     if (!options.legend_once) continue;
-    if (g.legend_series.size() < p.series.size()) g.legend_series.resize(p.series.size());
     for (std::size_t i = 0; i < p.series.size(); ++i) {
-      Series& entry = g.legend_series[i];
       Series& s = p.series[i];
+      const bool known = std::any_of(g.legend_series.begin(), g.legend_series.end(),
+                                     [&](const Series& e) { return e.label == s.label; });
       // Its data only tells the legend the spread's kind, and that it has any.
-      if (!in_legend(entry) && in_legend(s)) entry = s;
+      if (in_legend(s) && !known) {
+        Series& entry = g.legend_series.emplace_back(s);
+        entry.color = series_colour(s, static_cast<int>(i));
+      }
       s.label.clear();
     }
   }
+  std::stable_partition(g.legend_series.begin(), g.legend_series.end(),
+                        [](const Series& s) { return !s.reference; });
   if (options.legend_once) flow_legend(g.legend_series, g.width / g.scale, g.legend);
   if (!g.legend.legend.empty()) {
     g.legend_top = g.height;

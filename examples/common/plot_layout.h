@@ -16,6 +16,7 @@ namespace gradflow::plot {
 // Sizes in pixels, shared by the layout (which estimates text widths) and the drawing.
 inline constexpr double kTickFont = 11, kExponentFont = 9, kLabelFont = 13, kTitleFont = 15;
 inline constexpr double kLegendFont = 12, kLegendRow = 18;
+inline constexpr double kTitleRow = 18;  // From one line of a two-line title to the next.
 inline constexpr double kTickLength = 5, kMinorTickLength = 3;
 inline constexpr double kEdge = 8;  // Blank border around each figure.
 
@@ -28,6 +29,10 @@ bool drawable(double v, bool log);
 
 // Whether point i of s has a spread to draw: lo and hi given, and x[i], lo[i], hi[i] drawable.
 bool spread_drawable(const Series& s, std::size_t i, bool x_log, bool y_log);
+
+// The colour s is drawn in: its `color`, else kReferenceColor for a reference, else the
+// palette's at its position. REQUIRES one of those to exist (index < kPaletteSize).
+std::string_view series_colour(const Series& s, int index);
 
 // Whether s's spread is drawn as error bars rather than a band (the rule is on Series::lo).
 bool uses_error_bars(const Series& s);
@@ -53,6 +58,9 @@ struct Layout {
   Scale x, y;                                       // Data to pixels.
   std::vector<Tick> x_ticks, y_ticks;
   double x_label_y = 0;  // Baseline of the x-axis label.
+  // The title in lines: two, broken at a space, when one would run off the figure (a grid's
+  // panel is narrow), so a title that says what the panel shows stays whole.
+  std::vector<std::string> title_lines;
   // The legend box, to the right of the plot area or beneath the x-axis label, never over the
   // plot. No entries (and a zero-sized box) when no series has a label.
   std::vector<LegendEntry> legend;
@@ -91,11 +99,11 @@ struct GridLayout {
   // The figures as drawn: sizes divided by `scale`, the shared y range as fixed limits under
   // share_y, and no labels under legend_once.
   std::vector<Figure> panels;
-  // legend_once: each position's legend series (the first labelled series there, or an
-  // unlabelled one where no panel labels that position), and the legend's entries and box (in units
-  // of `scale`, from the top-left corner of the strip beneath the panels, which starts at
-  // legend_top pixels).
-  std::vector<Series> legend_series;
+  // legend_once: one series per label with something to draw, in the order the panels first
+  // show them, each with its colour as drawn set in `color`; and the legend's entries and box
+  // (in units of `scale`, from the top-left corner of the strip beneath the panels, which
+  // starts at legend_top pixels).
+  std::vector<Series> legend_series;  // Reference lines last, after the data they explain.
   Layout legend;
   double legend_top = 0;
 };

@@ -1,6 +1,7 @@
 #include "examples/common/svg_plot.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -13,8 +14,9 @@
 namespace gradflow::plot {
 namespace {
 
+// Blue, vermillion, bluish green, reddish purple, orange, sky blue, black.
 constexpr std::string_view kPalette[kPaletteSize] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                                     "#E69F00", "#56B4E9", "#000000", "#999999"};
+                                                     "#E69F00", "#56B4E9", "#000000"};
 
 // Positions are clamped to this many plot widths outside the plot, so an absurd value cannot
 // print a 300-digit coordinate or overflow; only segments with such an end point lose accuracy.
@@ -56,6 +58,69 @@ void check_axis(const Axis& axis, const char* name) {
   }
 }
 
+// The colour as a reader sees it, for comparing: lower case, "#abc" as "#aabbcc".
+std::string normalised(std::string_view colour) {
+  std::string out;
+  for (const char c : colour) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (out.size() == 4 && out[0] == '#') out = {'#', out[1], out[1], out[2], out[2], out[3], out[3]};
+  return out;
+}
+
+// The rule of svg_plot.h: at most kMaxSeries data series, no colour twice, and a colour for
+// every series. Series without points draw nothing and are left out.
+void check_panel(const Figure& f) {
+  int data = 0;
+  std::vector<std::pair<std::string, const Series*>> seen;  // Colour, the series showing it.
+  for (std::size_t i = 0; i < f.series.size(); ++i) {
+    const Series& s = f.series[i];
+    if (s.x.empty()) continue;
+    if (!s.reference) ++data;
+    if (s.color.empty() && !s.reference && i >= static_cast<std::size_t>(kPaletteSize)) {
+      fail("render_svg: panel '", f.title, "': series '", s.label, "' at position ", i,
+           " is past the palette's ", kPaletteSize, " colours; give it a `color`");
+    }
+    const std::string colour = normalised(series_colour(s, static_cast<int>(i)));
+    for (const auto& [other_colour, other] : seen) {
+      if (other_colour == colour) {
+        fail("render_svg: panel '", f.title, "' shows '", other->label, "' and '", s.label,
+             "' in one colour, ", colour, "; a reader could not tell them apart");
+      }
+    }
+    seen.emplace_back(colour, &s);
+  }
+  if (data > kMaxSeries) {
+    fail("render_svg: panel '", f.title, "' shows ", data, " data series, more than the ",
+         kMaxSeries, " a reader can tell apart; split them into panels or leave them to the CSV");
+  }
+}
+
+// Under legend_once a label has one entry, so its line must look the same in every panel:
+// colour and dashes. Markers and the spread's kind may differ (a band over seeds in one panel,
+// every seed's own line in another); the entry shows the first panel's.
+void check_one_look_per_label(const std::vector<Figure>& figures) {
+  struct Look {
+    std::string colour;
+    bool dashed;
+    bool operator==(const Look&) const = default;
+  };
+  std::vector<std::pair<std::string, Look>> looks;
+  for (const Figure& f : figures) {
+    for (std::size_t i = 0; i < f.series.size(); ++i) {
+      const Series& s = f.series[i];
+      if (s.label.empty() || s.x.empty()) continue;
+      const Look look{normalised(series_colour(s, static_cast<int>(i))), s.dashed || s.reference};
+      const auto it = std::find_if(looks.begin(), looks.end(),
+                                   [&](const auto& entry) { return entry.first == s.label; });
+      if (it == looks.end()) {
+        looks.emplace_back(s.label, look);
+      } else if (!(it->second == look)) {
+        fail("render_svg_grid: legend_once needs '", s.label,
+             "' to look the same in every panel, but panel '", f.title, "' draws it differently");
+      }
+    }
+  }
+}
+
 void check_figure(const Figure& f) {
   if (f.width <= 0 || f.height <= 0) {
     fail("render_svg: figure size must be positive, got ", f.width, " x ", f.height);
@@ -73,13 +138,20 @@ void check_figure(const Figure& f) {
            " lo and ", s.hi.size(), " hi values (both must be empty or as many as x)");
     }
   }
+  check_panel(f);
 }
 
-std::string_view dash_pattern(const Series& s, int index) {
-  const bool second_round = index >= kPaletteSize;
-  if (s.dashed) return second_round ? "8 3 2 3" : "6 4";
-  return second_round ? "1.5 3" : "";
+// Ends a marker's <circle>: filled, or a ring for a dashed series, so that modes drawn on the
+// same values (a learned scale on the default) show one inside the other.
+void put_marker_paint(std::string& out, const Series& s, std::string_view colour) {
+  if (s.dashed || s.reference) {
+    put(out, "\" fill=\"none\" stroke=\"", colour, "\" stroke-width=\"1.5\"/>\n");
+  } else {
+    put(out, "\" fill=\"", colour, "\"/>\n");
+  }
 }
+
+std::string_view dash_pattern(const Series& s) { return s.dashed || s.reference ? "6 4" : ""; }
 
 // Fractions of the plot area to pixels, for a Point as clip_segment and clip_polygon use.
 struct Pixels {
@@ -92,22 +164,18 @@ struct Pixels {
   }
 };
 
-// The series' own colour, or the palette's for its position.
-std::string_view colour_of(const Series& s, int index) {
-  return s.color.empty() ? palette_color(index) : std::string_view(s.color);
-}
-
 bool inside(Point p) {
   return p.x >= -kInside && p.x <= 1 + kInside && p.y >= -kInside && p.y <= 1 + kInside;
 }
 
 void draw_series(std::string& out, const Series& s, int index, const Layout& l) {
-  const std::string_view colour = colour_of(s, index);
+  if (s.x.empty()) return;  // Past the palette it has no colour, and it would draw nothing.
+  const std::string_view colour = series_colour(s, index);
   const Pixels px{l};
   std::string path, dots;
   const auto dot = [&](Point p, double radius) {
-    put(dots, "<circle cx=\"", px.x(p.x), "\" cy=\"", px.y(p.y), "\" r=\"", num(radius),
-        "\" fill=\"", colour, "\"/>\n");
+    put(dots, "<circle cx=\"", px.x(p.x), "\" cy=\"", px.y(p.y), "\" r=\"", num(radius));
+    put_marker_paint(dots, s, colour);
   };
   const double marker = s.emphasis ? kEmphasisMarker : kMarker;
 
@@ -146,7 +214,7 @@ void draw_series(std::string& out, const Series& s, int index, const Layout& l) 
     put(out, "<path class=\"series\" d=\"", path, "\" fill=\"none\" stroke=\"", colour,
         "\" stroke-width=\"", num(s.emphasis ? kEmphasisLine : kLine),
         "\" stroke-linejoin=\"round\" stroke-linecap=\"round\"");
-    const std::string_view dash = dash_pattern(s, index);
+    const std::string_view dash = dash_pattern(s);
     if (!dash.empty()) put(out, " stroke-dasharray=\"", dash, "\"");
     put(out, "/>\n", dots);
   } else {
@@ -183,7 +251,7 @@ void draw_error_bars(std::string& out, const Series& s, std::string_view colour,
 // per run of drawable points, along lo left to right and back along hi, clipped to the plot.
 void draw_spread(std::string& out, const Series& s, int index, const Layout& l) {
   if (s.lo.empty()) return;
-  const std::string_view colour = colour_of(s, index);
+  const std::string_view colour = series_colour(s, index);
   if (uses_error_bars(s)) {
     draw_error_bars(out, s, colour, l);
     return;
@@ -262,12 +330,14 @@ void draw_axes(std::string& grid, std::string& out, const Figure& f, const Layou
     put(rotate, " text-anchor=\"middle\" transform=\"rotate(-90 ", num(x), " ", num(mid_y), ")\"");
     put_text(out, x, mid_y, kLabelFont, rotate, f.y.label);
   }
-  if (!f.title.empty()) {
+  for (std::size_t i = 0; i < l.title_lines.size(); ++i) {
     // Centred over the plot area unless that would push a long title off the figure.
-    const double half = text_width(f.title, kTitleFont) / 2;
+    const std::string& line = l.title_lines[i];
+    const double half = text_width(line, kTitleFont) / 2;
     const double centre =
         std::clamp(mid_x, kEdge + half, std::max(kEdge + half, f.width - kEdge - half));
-    put_text(out, centre, 26, kTitleFont, " text-anchor=\"middle\" font-weight=\"bold\"", f.title);
+    put_text(out, centre, 26 + kTitleRow * static_cast<double>(i), kTitleFont,
+             " text-anchor=\"middle\" font-weight=\"bold\"", line);
   }
 }
 
@@ -279,7 +349,7 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
       "\" fill=\"white\" stroke=\"#bbb\"/>\n");
   for (const LegendEntry& e : l.legend) {
     const Series& s = series[e.series];
-    const std::string_view colour = colour_of(s, e.series);
+    const std::string_view colour = series_colour(s, e.series);
     // The sample: a swatch of the band or an error bar behind a short line and its marker.
     if (!s.lo.empty() && uses_error_bars(s)) {
       put(out, "<path d=\"M", num(e.x + 12), " ", num(e.y - 6), "v12M", num(e.x + 12 - kCap), " ",
@@ -293,12 +363,13 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
     put(out, "<path d=\"M", num(e.x), " ", num(e.y), "h24\" stroke=\"", colour,
         "\" stroke-width=\"", num(s.emphasis ? kEmphasisLine : kLine),
         "\" stroke-linecap=\"round\"");
-    const std::string_view dash = dash_pattern(s, e.series);
+    const std::string_view dash = dash_pattern(s);
     if (!dash.empty()) put(out, " stroke-dasharray=\"", dash, "\"");
     out += "/>\n";
     if (s.markers) {
       put(out, "<circle cx=\"", num(e.x + 12), "\" cy=\"", num(e.y), "\" r=\"",
-          num(s.emphasis ? kEmphasisMarker : kMarker), "\" fill=\"", colour, "\"/>\n");
+          num(s.emphasis ? kEmphasisMarker : kMarker));
+      put_marker_paint(out, s, colour);
     }
     put_text(out, e.x + 32, e.y + 4, kLegendFont, "", e.text);
   }
@@ -307,13 +378,14 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
 // One figure's elements, in its own coordinates with the origin at its top-left corner.
 void put_panel(std::string& out, const Figure& f) {
   const Layout l = make_layout(f);
-  // Grid lines and spreads beneath every line; emphasised series after the rest, on top.
+  // Grid lines and spreads beneath every line; emphasised series before the rest, so a thin
+  // line on the same values shows inside the thick one rather than vanishing under it.
   std::string back, front, axes;
   draw_axes(back, axes, f, l);
   for (std::size_t i = 0; i < f.series.size(); ++i) {
     draw_spread(back, f.series[i], static_cast<int>(i), l);
   }
-  for (const bool emphasis : {false, true}) {
+  for (const bool emphasis : {true, false}) {
     for (std::size_t i = 0; i < f.series.size(); ++i) {
       if (f.series[i].emphasis == emphasis) draw_series(front, f.series[i], static_cast<int>(i), l);
     }
@@ -365,7 +437,10 @@ std::string escape_xml(std::string_view text) {
 }
 
 std::string_view palette_color(int index) {
-  return kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize];
+  if (index < 0 || index >= kPaletteSize) {
+    fail("palette_color: index ", index, " is outside the palette's ", kPaletteSize, " colours");
+  }
+  return kPalette[index];
 }
 
 std::string render_svg(const Figure& figure) {
@@ -383,6 +458,7 @@ std::string render_svg_grid(const std::vector<Figure>& figures, int columns,
          options.display_width);
   }
   for (const Figure& f : figures) check_figure(f);
+  if (options.legend_once) check_one_look_per_label(figures);
   if (figures.empty()) return document(1, 1, "");
   if (options.share_y) {
     for (const Figure& f : figures) {

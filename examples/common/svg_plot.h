@@ -9,7 +9,7 @@
 //                    .x = {.label = "d_k", .log = true},
 //                    .y = {.label = "std of q·k", .log = true}};
 //   fig.series.push_back({.label = "measured", .x = dk, .y = mean, .lo = q025, .hi = q975});
-//   fig.series.push_back({.label = "sqrt(d_k)", .x = dk, .y = theory, .dashed = true});
+//   fig.series.push_back({.label = "sqrt(d_k)", .x = dk, .y = theory, .reference = true});
 //   std::ofstream("logit_std.svg") << plot::render_svg(fig);
 //
 //   // Three panels per row, one y range and one legend for all, readable at 1200 px wide.
@@ -19,6 +19,12 @@
 // is exactly what a report must still be able to show: NaN and ±Inf points, and values <= 0 on
 // a log axis, are left out and break the line (and the band) there. A point with no drawable
 // neighbour is shown as a dot. Fixed axis limits clip lines and bands at the plot's edge.
+//
+// A panel stays readable to a learner, and colour-blind readers, by construction: render_svg
+// and render_svg_grid refuse (throw Error) a panel that would show two series in one colour,
+// or more than kMaxSeries data series. Reference lines (Series::reference: a theory slope, a
+// budget) are grey and do not count towards the limit, but one grey is one series, so a panel
+// has at most one of them (put several theory lines in one series, broken by NaN).
 //
 // Text widths are estimated, not measured (there is no font engine here), from an average glyph
 // width of DejaVu Sans, the usual "sans-serif" on Linux; other fonts may run slightly wider.
@@ -50,15 +56,25 @@ struct Series {
   // counts towards the axis range.
   std::vector<double> lo{}, hi{};
   bool dashed = false;
-  bool markers = false;  // A dot at every drawable point inside the plot area.
-  // Thicker (3.2 px rather than 1.8, larger markers) and drawn after all other series, so no
-  // other series hides it: say the default setting among alternatives. It keeps the colour of
-  // its position in Figure::series; a series with the same values then lies hidden beneath it.
+  // A dot at every drawable point inside the plot area; a ring if the series is dashed.
+  bool markers = false;
+  // Thicker (3.2 px rather than 1.8, larger markers): say the default setting among
+  // alternatives. Drawn before the other series, so a series with the same values (a learned
+  // scale that starts at the default) shows on top of it, the thick line's edges around it.
   bool emphasis = false;
-  // A CSS colour instead of the palette's for this position, e.g. "#888" for a reference line
-  // that should not look like one of the data series.
+  // A CSS colour instead of the palette's for this position: a fixed colour per mode keeps a
+  // mode recognisable across panels and figures. Compared case-insensitively, #abc as #aabbcc.
   std::string color{};
+  // A reference line, not data (a theory slope, a budget): always dashed, drawn in kReferenceColor
+  // unless `color` is set, and not counted among a panel's kMaxSeries data series.
+  bool reference = false;
 };
+
+// The most data series (those with points that are not references) a panel may show: beyond
+// six, lines and colours can no longer be told apart; split them into panels or leave them to
+// the CSV.
+inline constexpr int kMaxSeries = 6;
+inline constexpr std::string_view kReferenceColor = "#777777";
 
 struct Axis {
   std::string label{};
@@ -70,14 +86,17 @@ struct Axis {
 struct Figure {
   std::string title{};
   Axis x{}, y{};
-  std::vector<Series> series{};   // Coloured in order from the palette below.
+  std::vector<Series> series{};   // Coloured by position from the palette below, or `color`.
   int width = 720, height = 450;  // Pixels of the whole figure, legend and labels included.
 };
 
 // A complete standalone SVG document (no XML declaration, ends with "</svg>\n").
 // Throws Error when a series' x and y differ in length, when lo and hi are not both empty or
-// both as long as x, when width or height is not positive, or when an axis's fixed limits are
-// not finite, not positive on a log axis, or min >= max.
+// both as long as x, when width or height is not positive, when an axis's fixed limits are
+// not finite, not positive on a log axis, or min >= max, and when the panel breaks the rule
+// above: more than kMaxSeries data series, two series with points in one colour (an explicit
+// `color` equal to another's, two references), or a series past the palette without `color`.
+// Series without points take part in none of this: they draw nothing.
 std::string render_svg(const Figure& figure);
 
 struct GridOptions {
@@ -92,8 +111,10 @@ struct GridOptions {
   // limit taken at that limit), with a fixed side where every panel fixes that side (the widest
   // of those limits). REQUIRES all panels to share the y-axis scale (log or linear).
   bool share_y = false;
-  // One legend beneath the grid instead of one per panel. Colours follow positions in
-  // Figure::series, so it shows, for each position, the first panel's labelled series there.
+  // One legend beneath the grid instead of one per panel: one entry per label, in the order
+  // the panels first show it, so panels may show different series (say, modes split into
+  // families). REQUIRES a label's line to look the same wherever it appears (colour, dashes):
+  // render_svg_grid throws otherwise, as the one entry would then mislabel a line.
   bool legend_once = false;
 };
 
@@ -104,10 +125,11 @@ struct GridOptions {
 std::string render_svg_grid(const std::vector<Figure>& figures, int columns,
                             const GridOptions& options = {});
 
-// Series i is drawn in palette_color(i % kPaletteSize): the Okabe-Ito colour-blind-safe set,
-// with its yellow (unreadable on white) replaced by grey. The second round of colours, from
-// series 8 on, is dotted (dash-dotted if dashed) so that it stays distinguishable.
-inline constexpr int kPaletteSize = 8;
+// Series i without a `color` is drawn in palette_color(i): the Okabe-Ito colour-blind-safe
+// set (Okabe and Ito 2008) without its yellow, unreadable on white, and without grey, which is
+// kReferenceColor's. There is no second round: past it a series needs a `color`.
+// REQUIRES 0 <= index < kPaletteSize.
+inline constexpr int kPaletteSize = 7;
 std::string_view palette_color(int index);
 
 // `text` made safe inside an SVG element or a quoted attribute: & < > " ' as entities, and the

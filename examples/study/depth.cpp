@@ -255,45 +255,54 @@ std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
     std::string placement, title;
     Interval DepthRow::*field;
   };
+  std::vector<std::string> modes;
+  for (const std::string& mode : study_modes())
+    if (std::any_of(depth.begin(), depth.end(), [&](const DepthRow& r) { return r.mode == mode; }))
+      modes.push_back(mode);
+  const auto groups = mode_panels(modes);
+  // One row of panels per group of modes: the main arms on top.
   auto depth_panels = [&](const std::string& y, bool log_y, const std::vector<Panel>& wanted) {
     std::vector<plot::Figure> panels;
-    for (const Panel& p : wanted) {
-      plot::Figure f = figure(p.title + ", " + std::to_string(deepest) + " layers",
-                              "layer (0 = nearest the input)", false, y, log_y);
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = mode_series(mode);
-        s.markers = true;
-        for (const DepthRow& r : depth) {
-          if (r.mode != mode || r.norm_placement != p.placement || r.layers != deepest) continue;
-          const Interval& e = r.*(p.field);
-          s.x.push_back(static_cast<double>(r.layer));
-          s.y.push_back(e.mean);
-          s.lo.push_back(e.mean - 1.96 * e.se);
-          s.hi.push_back(e.mean + 1.96 * e.se);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const Panel& p : wanted) {
+        plot::Figure f = figure(
+            p.title + ", " + std::to_string(deepest) + " layers" + panel_suffix(g, groups.size()),
+            "layer index (0 = nearest the input)", false, y, log_y);
+        for (const std::string& mode : groups[g]) {
+          plot::Series s = mode_series(mode);
+          s.markers = true;
+          for (const DepthRow& r : depth) {
+            if (r.mode != mode || r.norm_placement != p.placement || r.layers != deepest) continue;
+            const Interval& e = r.*(p.field);
+            s.x.push_back(static_cast<double>(r.layer));
+            s.y.push_back(e.mean);
+            s.lo.push_back(e.mean - 1.96 * e.se);
+            s.hi.push_back(e.mean + 1.96 * e.se);
+          }
+          f.series.push_back(s);
         }
-        f.series.push_back(s);
+        panels.push_back(f);
       }
-      panels.push_back(f);
-    }
     return panels;
   };
   out.push_back(
       {"depth_gradients.svg",
        plot::render_svg_grid(
-           depth_panels("gradient norm", true,
+           depth_panels("gradient norm (Frobenius)", true,
                         {{"pre_ln", "W_Q, pre_ln", &DepthRow::grad_norm_wq},
                          {"post_ln", "W_Q, post_ln", &DepthRow::grad_norm_wq},
                          {"pre_ln", "feed-forward, pre_ln", &DepthRow::grad_norm_ff},
                          {"post_ln", "feed-forward, post_ln", &DepthRow::grad_norm_ff}}),
            2, {.share_y = true, .legend_once = true}),
        "Gradient norms (Frobenius) of each layer of an initialised " + std::to_string(deepest) +
-           "-layer encoder against the layer's index, pre-LN and post-LN (log y): at W_Q "
-           "(top) and at the feed-forward weights W_1, W_2 together (bottom: the weights Xiong "
-           "et al. 2020 follow, C14); means over draws with 95% intervals."});
+           "-layer encoder against the layer's index, pre-LN (left) and post-LN (right), log y: "
+           "at W_Q and at the feed-forward weights W_1, W_2 together (the weights Xiong et al. "
+           "2020 follow, C14), for the main arms (top two rows) and the other arms (beneath); "
+           "means over draws with 95% intervals."});
   out.push_back(
       {"depth_cosine.svg",
        plot::render_svg_grid(
-           depth_panels("mean token cosine", false,
+           depth_panels("mean cosine between tokens (1 = all alike)", false,
                         {{"pre_ln", "blocks, pre_ln", &DepthRow::token_cosine},
                          {"post_ln", "blocks, post_ln", &DepthRow::token_cosine},
                          {"pre_ln", "self-attention alone", &DepthRow::pure_attention_cosine}}),
@@ -303,7 +312,8 @@ std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
            std::to_string(deepest) +
            "-layer encoder: through whole pre-LN and post-LN blocks (left, middle), and the same "
            "embeddings through the layers' self-attention alone, without residual, LayerNorm or "
-           "feed-forward (right). 1 is every token alike, rank collapse (C15)."});
+           "feed-forward (right), for the main arms (top) and the other arms (bottom). 1 is "
+           "every token alike, rank collapse (C15)."});
   return out;
 }
 

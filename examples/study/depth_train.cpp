@@ -159,23 +159,32 @@ Section depth_train_section(const DepthTrainOptions& o, const DepthTrainResult& 
       {"depth_train.csv",
        {"norm_placement", "warmup", "mode", "seed", "step", "loss", "layer", "grad_norm"},
        rows});
+  std::vector<std::string> modes;
+  for (const std::string& mode : study_modes())
+    if (std::any_of(depth.rows.begin(), depth.rows.end(),
+                    [&](const DepthTrainRow& r) { return r.mode == mode; }))
+      modes.push_back(mode);
+  const auto groups = mode_panels(modes);
   std::vector<plot::Figure> panels;
-  for (const char* placement : {"pre_ln", "post_ln"})
-    for (bool warmup : {true, false}) {
-      plot::Figure f = figure(std::string(placement) + (warmup ? ", warm-up" : ", no warm-up"),
-                              "step", false, "training loss", true);
-      for (const std::string& mode : study_modes()) {
-        std::map<double, std::vector<double>> at;
-        for (const DepthTrainRow& r : depth.rows)
-          if (r.norm_placement == placement && r.warmup == warmup && r.mode == mode &&
-              r.layer == "enc0")
-            at[static_cast<double>(r.step)].push_back(r.loss);
-        plot::Series s = mean_series(mode, at, mode == kDefaultMode);
-        s.markers = false;
-        f.series.push_back(s);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const char* placement : {"pre_ln", "post_ln"})
+      for (bool warmup : {true, false}) {
+        plot::Figure f =
+            figure(std::string(placement) + (warmup ? ", warm-up" : ", no warm-up") +
+                       panel_suffix(g, groups.size()),
+                   "training step", false, "training loss (cross-entropy, nats)", true);
+        for (const std::string& mode : groups[g]) {
+          std::map<double, std::vector<double>> at;
+          for (const DepthTrainRow& r : depth.rows)
+            if (r.norm_placement == placement && r.warmup == warmup && r.mode == mode &&
+                r.layer == "enc0")
+              at[static_cast<double>(r.step)].push_back(r.loss);
+          plot::Series s = mean_series(mode_series(mode), at);
+          s.markers = false;
+          f.series.push_back(s);
+        }
+        panels.push_back(f);
       }
-      panels.push_back(f);
-    }
   sec.plots.push_back({"depth_train_loss.svg",
                        plot::render_svg_grid(panels, 2, {.share_y = true, .legend_once = true}),
                        "Training loss of 4-layer encoder-decoders against step, pre-LN and post-LN "

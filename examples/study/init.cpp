@@ -64,15 +64,22 @@ int64_t quoted_keys(const std::vector<InitRow>& rows) {
 
 double z_of(int64_t draws) { return student_t_quantile(0.975, static_cast<double>(draws - 1)); }
 
+std::vector<std::string> init_modes(const std::vector<InitRow>& init) {
+  std::vector<std::string> out;
+  for (const std::string& mode : study_modes())
+    if (std::any_of(init.begin(), init.end(), [&](const InitRow& r) { return r.mode == mode; }))
+      out.push_back(mode);
+  return out;
+}
+
 // One series per mode of an init field against d_k at n_keys, with the 95%
-// interval of its estimate as error bars. Modes without the field (the
-// control in the random-vector part) are left as empty series so colours
-// stay put.
-plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys, const std::string& title,
+// interval of its estimate as error bars.
+plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys,
+                        const std::vector<std::string>& modes, const std::string& title,
                         const std::string& y, bool log_y, Interval InitRow::*field,
                         double (*transform)(double)) {
-  plot::Figure f = figure(title, "d_k", true, y, log_y);
-  for (const std::string& mode : study_modes()) {
+  plot::Figure f = figure(title, "d_k (log scale)", true, y, log_y);
+  for (const std::string& mode : modes) {
     plot::Series s = mode_series(mode);
     s.markers = true;
     for (const InitRow& r : init) {
@@ -90,17 +97,20 @@ plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys, const 
   return f;
 }
 
-// A dashed reference line c d_k^slope through the given mode's first point.
-plot::Series slope_line(const plot::Figure& f, const std::string& mode, double slope,
-                        const std::string& label) {
-  plot::Series line{.label = label, .dashed = true, .color = "#777777"};
-  for (const plot::Series& s : f.series) {
-    if (s.label != mode || s.x.empty()) continue;
-    for (double x : s.x) {
-      line.x.push_back(x);
-      line.y.push_back(s.y.front() * std::pow(x / s.x.front(), slope));
+// One reference series, since grey is one colour: a NaN ends each line.
+plot::Series slope_lines(const plot::Figure& f,
+                         const std::vector<std::pair<std::string, double>>& slopes,
+                         const std::string& label) {
+  plot::Series line{.label = label, .reference = true};
+  for (const auto& [mode, slope] : slopes)
+    for (const plot::Series& s : f.series) {
+      if (s.label != mode || s.x.empty()) continue;
+      for (double x : s.x) {
+        line.x.push_back(x);
+        line.y.push_back(s.y.front() * std::pow(x / s.x.front(), slope));
+      }
+      line.x.push_back(kNaN), line.y.push_back(kNaN);
     }
-  }
   return line;
 }
 
@@ -328,29 +338,37 @@ std::string layer_table(const InitOptions& options, const std::vector<InitRow>& 
 
 PlotFile layer_figure(const std::vector<InitRow>& init) {
   const int64_t n = quoted_keys(init);
-  const plot::GridOptions grid{.legend_once = true};
-  plot::Figure entropy = init_panel(init, n, "Initialised layer: entropy", "H(p) / log n", false,
-                                    &InitRow::layer_entropy_norm);
-  plot::Figure scores = init_panel(init, n, "Gradient at the scores", "||dL/dS||_F", true,
-                                   &InitRow::grad_norm_scores);
-  scores.series.push_back(slope_line(scores, kDefaultMode, 0, "slope 0"));
-  plot::Figure wq =
-      init_panel(init, n, "Gradient at W_Q", "||dL/dW_Q||_F", true, &InitRow::grad_norm_wq);
-  wq.series.push_back(slope_line(wq, kDefaultMode, 0, "slope 0"));
-  wq.series.push_back(slope_line(wq, "inv_dk", -0.5, "slope -1/2"));
-  wq.series.push_back(slope_line(wq, kControl, 0.25, "slope 1/4"));
-  wq.series.push_back(slope_line(wq, "none", 0.5, "slope 1/2"));
-  plot::Figure ratio = init_panel(init, n, "W_Q against W_V", "||dL/dW_Q|| / ||dL/dW_V||", true,
-                                  &InitRow::grad_ratio_qv);
-  ratio.series.push_back(slope_line(ratio, kDefaultMode, 0, "slope 0"));
-  ratio.series.push_back(slope_line(ratio, "inv_dk", -0.5, "slope -1/2"));
-  return {"layer_gradients.svg", plot::render_svg_grid({entropy, scores, wq, ratio}, 2, grid),
+  const std::string theory = "theory: slope through a mode's first point";
+  const auto groups = mode_panels(init_modes(init));
+  std::vector<plot::Figure> panels;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<std::string>& modes = groups[g];
+    const std::string sub = panel_suffix(g, groups.size());
+    panels.push_back(init_panel(init, n, modes, "Initialised layer: entropy" + sub,
+                                "entropy H(p) / log n (1 = uniform)", false,
+                                &InitRow::layer_entropy_norm));
+    plot::Figure scores = init_panel(init, n, modes, "Gradient at the scores" + sub,
+                                     "gradient norm ||dL/dS||_F", true, &InitRow::grad_norm_scores);
+    scores.series.push_back(slope_lines(scores, {{kDefaultMode, 0}}, theory));
+    plot::Figure wq = init_panel(init, n, modes, "Gradient at W_Q" + sub,
+                                 "gradient norm ||dL/dW_Q||_F", true, &InitRow::grad_norm_wq);
+    wq.series.push_back(slope_lines(
+        wq, {{kDefaultMode, 0}, {"inv_dk", -0.5}, {kControl, 0.25}, {"none", 0.5}}, theory));
+    plot::Figure ratio =
+        init_panel(init, n, modes, "W_Q against W_V" + sub,
+                   "gradient norm ratio ||dL/dW_Q|| / ||dL/dW_V||", true, &InitRow::grad_ratio_qv);
+    ratio.series.push_back(slope_lines(ratio, {{kDefaultMode, 0}, {"inv_dk", -0.5}}, theory));
+    panels.insert(panels.end(), {scores, wq, ratio});
+  }
+  return {"layer_gradients.svg", plot::render_svg_grid(panels, 2, {.legend_once = true}),
           "A freshly initialised attention layer (d_model 64, one head of size d_k, " +
               std::to_string(n) +
               " tokens) against d_k, log axes but for the entropy: its softmax entropy, and the "
               "gradient norms of L = <output, r> at the scores S, at W_Q, and W_Q's over W_V's; "
-              "means over layer draws with 95% intervals; dashed: the slopes docs/study.md "
-              "derives (the learned scale starts as 1/sqrt(d_k) and lies under it)."};
+              "the main arms in the top four panels, the others beneath; "
+              "means over layer draws with 95% intervals; dashed grey: the slopes docs/study.md "
+              "derives, 0 for 1/sqrt(d_k), -1/2 for 1/d_k, 1/4 for the control and 1/2 for none "
+              "at W_Q (the learned scales start as 1/sqrt(d_k) and lie on it)."};
 }
 
 namespace {

@@ -38,7 +38,7 @@ PlotFile length_train_plot(const std::vector<LengthTestRow>& rows, const LengthO
         for (const LengthTestRow& r : rows)
           if (r.run.task == task.task && r.run.mode == mode && r.solved)
             at[static_cast<double>(r.test_len)].push_back(r.*field);
-        f.series.push_back(mean_series(mode, at, mode == kDefaultMode));
+        f.series.push_back(mean_series(mode_series(mode), at));
       }
       panels.push_back(f);
     }

@@ -235,46 +235,59 @@ Section lr_section(const LrOptions& o, const std::vector<FinalRow>& sweep) {
   std::vector<int64_t> d_ks;
   for (const FinalRow& r : sweep)
     if (std::find(d_ks.begin(), d_ks.end(), r.run.d_k) == d_ks.end()) d_ks.push_back(r.run.d_k);
+  std::vector<std::string> modes;
+  for (const std::string& mode : study_modes())
+    if (std::any_of(sweep.begin(), sweep.end(),
+                    [&](const FinalRow& r) { return r.run.mode == mode; }))
+      modes.push_back(mode);
+  const auto groups = mode_panels(modes);
   for (const auto& [name, field, label] :
-       {std::tuple{"lr_sensitivity.svg", &capped_loss, "final loss (capped at the initial)"},
+       {std::tuple{"lr_sensitivity.svg", &capped_loss, "final loss (nats, capped at the initial)"},
         std::tuple{
             "lr_max_logit.svg",
             static_cast<double (*)(const FinalRow&)>([](const FinalRow& r) { return r.max_logit; }),
-            "largest |logit|"}}) {
+            "largest |scaled logit|"}}) {
     std::vector<plot::Figure> panels;
-    for (int64_t d_k : d_ks) {
-      plot::Figure f = figure("d_k = " + std::to_string(d_k), "learning rate", true, label, true);
-      for (const std::string& mode : study_modes()) {
-        std::map<double, std::vector<double>> at;
-        for (const FinalRow& r : sweep)
-          if (r.run.mode == mode && r.run.d_k == d_k) at[r.lr].push_back(field(r));
-        f.series.push_back(mean_series(mode, at, mode == kDefaultMode));
+    for (int64_t d_k : d_ks)
+      for (size_t g = 0; g < groups.size(); ++g) {
+        plot::Figure f = figure("d_k = " + std::to_string(d_k) + panel_suffix(g, groups.size()),
+                                "learning rate of AdamW (log scale)", true, label, true);
+        for (const std::string& mode : groups[g]) {
+          std::map<double, std::vector<double>> at;
+          for (const FinalRow& r : sweep)
+            if (r.run.mode == mode && r.run.d_k == d_k) at[r.lr].push_back(field(r));
+          f.series.push_back(mean_series(mode_series(mode), at));
+        }
+        panels.push_back(f);
       }
-      panels.push_back(f);
-    }
     sec.plots.push_back(
         {name, plot::render_svg_grid(panels, 2, {.share_y = true, .legend_once = true}),
          std::string(label) + " against the learning rate per mode, log axes, one panel per d_k: "
                               "mean over seeds with its 95% interval."});
   }
   // A scatter: each run a dot (a NaN between points leaves each alone).
-  plot::Figure f = figure("Entropy collapse and loss spikes", "lowest entropy_norm in the run",
-                          false, "loss spikes (+1; diverged runs at the top)", true);
   int64_t most = 1;
   for (const FinalRow& r : sweep) most = std::max(most, r.spikes + 1);
-  for (const std::string& mode : study_modes()) {
-    plot::Series s{.label = mode, .markers = true};
-    for (const FinalRow& r : sweep) {
-      if (r.run.mode != mode) continue;
-      s.x.insert(s.x.end(), {r.min_entropy, NAN});
-      s.y.insert(
-          s.y.end(),
-          {r.diverged ? 2.0 * static_cast<double>(most) : static_cast<double>(r.spikes + 1), NAN});
+  std::vector<plot::Figure> scatter;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    plot::Figure f = figure("Entropy collapse and loss spikes" + panel_suffix(g, groups.size()),
+                            "lowest normalised entropy H(p) / log n in the run", false,
+                            "loss spikes + 1 (diverged runs at the top)", true);
+    for (const std::string& mode : groups[g]) {
+      plot::Series s = mode_series(mode, true);
+      for (const FinalRow& r : sweep) {
+        if (r.run.mode != mode) continue;
+        s.x.insert(s.x.end(), {r.min_entropy, NAN});
+        s.y.insert(s.y.end(), {r.diverged ? 2.0 * static_cast<double>(most)
+                                          : static_cast<double>(r.spikes + 1),
+                               NAN});
+      }
+      f.series.push_back(s);
     }
-    f.series.push_back(s);
+    scatter.push_back(f);
   }
   sec.plots.push_back(
-      {"entropy_collapse.svg", plot::render_svg(f),
+      {"entropy_collapse.svg", plot::render_svg_grid(scatter, 2, {.legend_once = true}),
        "Each run of the lr part as a dot: the lowest attention entropy it reached (x) against "
        "its number of loss spikes plus one (y, log; diverged runs drawn at the top). Collapsed "
        "runs (x below " +

@@ -68,10 +68,12 @@ std::string layer_table(const InitOptions& options, const std::vector<InitRow>& 
 PlotFile layer_figure(const std::vector<InitRow>& init);
 // Shared by the two: a generator for one (experiment, mode, d_k, n_keys,
 // draw), independent of the order in which threads reach it; the rows'
-// look-ups; the 95% t quantile for a mean over `draws`; a panel of one
-// field per mode against d_k with its 95% intervals (the control's missing
-// figures left as an empty series, so colours stay put), and a dashed
-// reference line c d_k^slope through a mode's first point.
+// look-ups; the 95% t quantile for a mean over `draws`; the modes the rows
+// hold; a panel of one field per mode of `modes` against d_k with its 95%
+// intervals (a mode's missing figures, the control's in the random-vector
+// part, left as a series with no points); and one grey reference series of
+// dashed lines c d_k^slope, each through its mode's first point (modes not
+// in the panel skipped).
 Generator init_generator(uint64_t seed, uint64_t part, uint64_t mode, int64_t d_k, int64_t n_keys,
                          int64_t draw = 0);
 const InitRow* find_init(const std::vector<InitRow>& init, const std::string& mode, int64_t d_k,
@@ -79,11 +81,14 @@ const InitRow* find_init(const std::vector<InitRow>& init, const std::string& mo
 std::vector<int64_t> values_of(const std::vector<InitRow>& init, int64_t InitRow::*field);
 int64_t quoted_keys(const std::vector<InitRow>& init);  // the middle key count: 64 by default
 double z_of(int64_t draws);
-plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys, const std::string& title,
+std::vector<std::string> init_modes(const std::vector<InitRow>& init);
+plot::Figure init_panel(const std::vector<InitRow>& init, int64_t n_keys,
+                        const std::vector<std::string>& modes, const std::string& title,
                         const std::string& y, bool log_y, Interval InitRow::*field,
                         double (*transform)(double) = nullptr);
-plot::Series slope_line(const plot::Figure& f, const std::string& mode, double slope,
-                        const std::string& label);
+plot::Series slope_lines(const plot::Figure& f,
+                         const std::vector<std::pair<std::string, double>>& slopes,
+                         const std::string& label);
 
 // ---- train: small transformers trained per mode (train.cpp, summary.cpp) -------------------
 struct TrainOptions {
@@ -191,10 +196,9 @@ inline bool two_valued(const std::string& task) { return task == "recall"; }
 // mode a - mode b on (task, d_k), paired by seed over the seeds both have finite.
 Interval paired_between(const std::vector<FinalRow>& finals, const std::string& task, int64_t d_k,
                         const std::string& a, const std::string& b, double FinalRow::*field);
-// A series of the mean over seeds with its 95% t-interval as error bars, one
-// point per x.
-plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
-                         bool emphasis = false);
+// `s` (say a mode_series) with the mean over seeds and its 95% t-interval as
+// error bars, one point per x, and markers.
+plot::Series mean_series(plot::Series s, const std::map<double, std::vector<double>>& at);
 
 // A mode's paired comparisons with 1/sqrt(d_k) over every trained setting:
 // the settings where some metric is detectably worse, or better.
@@ -219,7 +223,7 @@ std::vector<PlotFile> train_figures(const TrainResult& result,
                                     const std::vector<SettingSummary>& summary);
 // The (task, d_k) settings of a run of the part, in the order they came; and
 // one panel of a figure of the layer where the task looks its answer up
-// (key_layer) over training, per mode (log y), those not in `modes` empty.
+// (key_layer) over training, one series per mode of `modes` (log y).
 std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& result);
 plot::Figure key_layer_panel(const TrainResult& result, const std::string& task, int64_t d_k,
                              const std::string& title, const std::string& y,

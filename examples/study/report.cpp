@@ -30,8 +30,72 @@ plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
   return f;
 }
 
+ModeLook mode_look(const std::string& mode) {
+  // Okabe-Ito: vermillion, black, blue, bluish green, orange, reddish purple, sky blue.
+  static const std::vector<std::pair<std::string, ModeLook>> looks = {
+      {"none", {"#D55E00"}},
+      {kDefaultMode, {"#000000"}},
+      {"inv_dk", {"#0072B2"}},
+      {"qk_norm", {"#009E73"}},
+      {kControl, {"#E69F00"}},
+      {kReparam, {"#CC79A7"}},
+      {"learned", {"#56B4E9"}},
+      // Dashed: each shares its colour with one of the above, related where one is.
+      {"inv_2sqrt_dk", {"#0072B2", true}},
+      {"qk_l2norm", {"#009E73", true}},
+      {"learned_log", {"#E69F00", true}},
+      {"log_n", {"#CC79A7", true}},
+      {"ssmax", {"#56B4E9", true}}};
+  for (const auto& [name, look] : looks)
+    if (name == mode) return look;
+  return {};
+}
+
 plot::Series mode_series(const std::string& mode, bool markers) {
-  return {.label = mode, .markers = markers, .emphasis = mode == kDefaultMode};
+  const ModeLook look = mode_look(mode);
+  return {.label = mode,
+          .dashed = look.dashed,
+          .markers = markers,
+          .emphasis = mode == kDefaultMode,
+          .color = std::string(look.color)};
+}
+
+std::vector<std::vector<std::string>> mode_panels(const std::vector<std::string>& modes) {
+  const auto clash = [](const std::vector<std::string>& panel, const std::string& mode) {
+    const std::string_view colour = mode_look(mode).color;
+    return std::any_of(panel.begin(), panel.end(), [&](const std::string& m) {
+      return !colour.empty() && mode_look(m).color == colour;
+    });
+  };
+  std::vector<std::string> anchors, rest;
+  for (const std::string& m : modes)
+    (m == "none" || m == kDefaultMode ? anchors : rest).push_back(m);
+  // The default arms first, so the first panel shows what the default run trains.
+  std::stable_partition(rest.begin(), rest.end(), [](const std::string& m) {
+    const auto& d = default_modes();
+    return std::find(d.begin(), d.end(), m) != d.end();
+  });
+  std::vector<std::vector<std::string>> panels;
+  for (const std::string& m : rest) {
+    auto fits = [&](const std::vector<std::string>& p) {
+      return p.size() < static_cast<size_t>(plot::kMaxSeries) && !clash(p, m);
+    };
+    auto it = std::find_if(panels.begin(), panels.end(), fits);
+    if (it == panels.end()) it = panels.insert(panels.end(), anchors);
+    it->push_back(m);
+  }
+  if (panels.empty()) panels.push_back(anchors);
+  // Each panel in the order `modes` gives, as its legend and drawing follow it.
+  for (std::vector<std::string>& p : panels)
+    std::sort(p.begin(), p.end(), [&](const std::string& a, const std::string& b) {
+      return std::find(modes.begin(), modes.end(), a) < std::find(modes.begin(), modes.end(), b);
+    });
+  return panels;
+}
+
+std::string panel_suffix(size_t index, size_t count) {
+  if (count < 2) return "";
+  return index == 0 ? ": main arms" : ": more arms";
 }
 
 void add_point(plot::Series& s, double x, const Interval& i) {

@@ -221,18 +221,24 @@ Section sgd_section(const SgdOptions& o, const std::vector<FinalRow>& sweep) {
        {"mode", "optimizer", "d_k", "lr", "seed", "final_loss", "max_logit", "diverged", "task",
         "initial_loss", "min_entropy", "spikes", "collapse_step", "first_spike_step"},
        rows});
+  std::vector<std::string> modes;
+  for (const std::string& mode : study_modes())
+    if (std::find(o.modes.begin(), o.modes.end(), mode) != o.modes.end()) modes.push_back(mode);
+  const auto groups = mode_panels(modes);
   std::vector<plot::Figure> panels;
-  for (int64_t d_k : o.d_ks) {
-    plot::Figure f = figure("d_k = " + std::to_string(d_k), "learning rate (SGD)", true,
-                            "final loss (capped at the initial)", true);
-    for (const std::string& mode : study_modes()) {
-      std::map<double, std::vector<double>> at;
-      for (const FinalRow& r : sweep)
-        if (r.run.mode == mode && r.run.d_k == d_k) at[r.lr].push_back(capped_loss(r));
-      f.series.push_back(mean_series(mode, at, mode == kDefaultMode));
+  for (int64_t d_k : o.d_ks)
+    for (size_t g = 0; g < groups.size(); ++g) {
+      plot::Figure f = figure("d_k = " + std::to_string(d_k) + panel_suffix(g, groups.size()),
+                              "learning rate of SGD (log scale)", true,
+                              "final loss (nats, capped at the initial)", true);
+      for (const std::string& mode : groups[g]) {
+        std::map<double, std::vector<double>> at;
+        for (const FinalRow& r : sweep)
+          if (r.run.mode == mode && r.run.d_k == d_k) at[r.lr].push_back(capped_loss(r));
+        f.series.push_back(mean_series(mode_series(mode), at));
+      }
+      panels.push_back(f);
     }
-    panels.push_back(f);
-  }
   sec.plots.push_back(
       {"sgd_lr.svg", plot::render_svg_grid(panels, 2, {.share_y = true, .legend_once = true}),
        "The sgd part: final loss (capped at the initial loss) against SGD's learning rate per "

@@ -421,8 +421,25 @@ void add_estimate(CsvRow& row, const Interval& e);
 // readable aspect.
 plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
                     const std::string& y, bool log_y);
-// A mode's series: its label, 1/sqrt(d_k) drawn thick.
+// A mode's series: its label, its fixed look (mode_look), 1/sqrt(d_k) drawn thick.
 plot::Series mode_series(const std::string& mode, bool markers = false);
+// Every mode keeps one look in every panel and figure, so a reader learns it
+// once: the six default arms and `learned` each have a colour of their own
+// (Okabe-Ito's, svg_plot.h), the other modes share one of those colours,
+// dashed, and are never drawn beside the mode they share it with
+// (mode_panels). An unknown name gets no colour (the palette's by position).
+struct ModeLook {
+  std::string_view color;
+  bool dashed = false;
+};
+ModeLook mode_look(const std::string& mode);
+// `modes` (in their order) as the panels that show them: one panel when
+// they fit (at most plot::kMaxSeries, no colour twice); else the default
+// arms first, the rest in further panels, each beside `none` and
+// 1/sqrt(d_k) to compare against.
+std::vector<std::vector<std::string>> mode_panels(const std::vector<std::string>& modes);
+// The title of panel `index` of mode_panels' `count`: nothing for one panel.
+std::string panel_suffix(size_t index, size_t count);
 // A point with its interval as error bars or a band (a missing bound: the point).
 void add_point(plot::Series& s, double x, const Interval& i);
 // Where the answer is looked up: reverse's cross-attention, recall's second layer.

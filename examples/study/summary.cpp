@@ -391,9 +391,8 @@ const char* lower_higher(Comparison c) {
 }
 
 // Mean over seeds with its 95% t-interval as error bars, one point per x.
-plot::Series mean_series(const std::string& label, const std::map<double, std::vector<double>>& at,
-                         bool emphasis) {
-  plot::Series s{.label = label, .markers = true, .emphasis = emphasis};
+plot::Series mean_series(plot::Series s, const std::map<double, std::vector<double>>& at) {
+  s.markers = true;
   for (const auto& [x, values] : at) {
     Interval i = interval_of_finite(values);
     if (i.n == 0) continue;

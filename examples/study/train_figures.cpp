@@ -97,19 +97,20 @@ std::vector<std::string> modes_of(const TrainResult& b) {
 // above the budget for a run that never did. Modes side by side around each
 // d_k, seeds a little apart within a mode; one series per mode whose dots a
 // NaN keeps apart.
-plot::Figure solve_dots(const TrainResult& b, const std::string& task) {
-  plot::Figure f = figure(task + ": steps to solve, one dot per run", "d_k", true,
-                          "steps to 99% held-out accuracy", false);
+plot::Figure solve_dots(const TrainResult& b, const std::string& task,
+                        const std::vector<std::string>& modes, const std::string& suffix) {
+  plot::Figure f = figure(task + ": steps to solve, one dot per run" + suffix, "d_k (log scale)",
+                          true, "steps to 99% held-out accuracy", false);
   double budget = 0;
   for (const FinalRow& r : b.finals)
     if (r.run.task == task) budget = std::max(budget, static_cast<double>(r.steps));
-  const std::vector<std::string>& modes = study_modes();
   for (size_t i = 0; i < modes.size(); ++i) {
     plot::Series s = mode_series(modes[i], true);
+    const double middle = static_cast<double>(modes.size() - 1) / 2;
     for (const FinalRow& r : b.finals) {
       if (r.run.task != task || r.run.mode != modes[i]) continue;
-      const double shift =
-          0.07 * (static_cast<double>(i) - 3) + 0.012 * static_cast<double>(r.run.seed % 5 - 2);
+      const double shift = 0.07 * (static_cast<double>(i) - middle) +
+                           0.012 * static_cast<double>(r.run.seed % 5 - 2);
       s.x.insert(s.x.end(), {static_cast<double>(r.run.d_k) * std::exp(shift), kNaN});
       s.y.insert(s.y.end(),
                  {r.reached_99 ? r.steps_to_99
@@ -118,7 +119,7 @@ plot::Figure solve_dots(const TrainResult& b, const std::string& task) {
     }
     f.series.push_back(s);
   }
-  plot::Series line{.label = "budget (above: not solved)", .dashed = true, .color = "#888"};
+  plot::Series line{.label = "budget (above: not solved)", .reference = true};
   for (const FinalRow& r : b.finals)
     if (r.run.task == task) {
       line.x.push_back(static_cast<double>(r.run.d_k));
@@ -139,28 +140,31 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<PlotFile> out;
   const auto settings = settings_of(b);
-  const auto modes = modes_of(b);
+  const auto groups = mode_panels(modes_of(b));
   auto curve_panels = [&](const std::string& y, bool log_y, double CurveRow::*field) {
     const bool accuracy = field == &CurveRow::eval_accuracy;
     std::vector<plot::Figure> panels;
-    for (const auto& [task, d_k] : settings) {
-      plot::Figure f = figure(task + ", d_k = " + std::to_string(d_k), "step", false, y, log_y);
-      if (accuracy) f.y.min = 0, f.y.max = 1;
-      for (const std::string& mode : study_modes()) {
-        plot::Series s = mode_series(mode);
-        const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
-        if (trained && two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, field);
-        if (trained && !two_valued(task)) curve_band(s, b.curves, task, d_k, mode, field, accuracy);
-        f.series.push_back(s);
+    for (const auto& [task, d_k] : settings)
+      for (size_t g = 0; g < groups.size(); ++g) {
+        plot::Figure f =
+            figure(task + ", d_k = " + std::to_string(d_k) + panel_suffix(g, groups.size()),
+                   "training step", false, y, log_y);
+        if (accuracy) f.y.min = 0, f.y.max = 1;
+        for (const std::string& mode : groups[g]) {
+          plot::Series s = mode_series(mode);
+          if (two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, field);
+          if (!two_valued(task)) curve_band(s, b.curves, task, d_k, mode, field, accuracy);
+          f.series.push_back(s);
+        }
+        panels.push_back(f);
       }
-      panels.push_back(f);
-    }
     return panels;
   };
   out.push_back(
       {"accuracy_curves.svg",
-       plot::render_svg_grid(curve_panels("held-out accuracy", false, &CurveRow::eval_accuracy), 3,
-                             {.share_y = true, .legend_once = true}),
+       plot::render_svg_grid(
+           curve_panels("held-out accuracy (0 to 1)", false, &CurveRow::eval_accuracy), 3,
+           {.share_y = true, .legend_once = true}),
        "Held-out accuracy against training step, one panel per task and d_k. reverse: the "
        "mean over seeds with its 95% t-interval shaded (cut at 0 and 1; every mode of a seed "
        "starts from the same weights and sees the same batches). recall: every seed's own "
@@ -168,21 +172,24 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
        "chance, and a mean of the two would draw a path no run followed."});
   out.push_back(
       {"loss_curves.svg",
-       plot::render_svg_grid(curve_panels("held-out loss", true, &CurveRow::eval_loss), 3,
-                             {.share_y = true, .legend_once = true}),
+       plot::render_svg_grid(
+           curve_panels("held-out loss (cross-entropy, nats)", true, &CurveRow::eval_loss), 3,
+           {.share_y = true, .legend_once = true}),
        "Held-out cross-entropy against training step (log y), one panel per task and d_k: "
        "reverse, the mean over seeds with its 95% interval shaded; recall, every seed's run."});
   auto layer_panels = [&](const std::string& y, double LayerRow::*field) {
     std::vector<plot::Figure> panels;
     for (const auto& [task, d_k] : settings)
-      panels.push_back(key_layer_panel(
-          b, task, d_k, task + " " + key_layer(task) + ", d_k = " + std::to_string(d_k), y, field,
-          modes));
+      for (size_t g = 0; g < groups.size(); ++g)
+        panels.push_back(key_layer_panel(b, task, d_k,
+                                         task + " " + key_layer(task) + ", d_k = " +
+                                             std::to_string(d_k) + panel_suffix(g, groups.size()),
+                                         y, field, groups[g]));
     return panels;
   };
   out.push_back(
       {"max_logit.svg",
-       plot::render_svg_grid(layer_panels("largest |logit|", &LayerRow::max_logit), 3,
+       plot::render_svg_grid(layer_panels("largest |scaled logit|", &LayerRow::max_logit), 3,
                              {.share_y = true, .legend_once = true}),
        "The largest |scaled logit| of the attention layer where each task looks its answer up "
        "(reverse: cross-attention; recall: the second layer) against training step, log y: "
@@ -190,8 +197,9 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
        "Growing logits mean sharpening, eventually saturated, attention."});
   out.push_back(
       {"grad_ratio.svg",
-       plot::render_svg_grid(layer_panels("||dL/dW_Q|| / ||dL/dW_V||", &LayerRow::grad_ratio_qv), 3,
-                             {.share_y = true, .legend_once = true}),
+       plot::render_svg_grid(
+           layer_panels("gradient norm ratio ||dL/dW_Q|| / ||dL/dW_V||", &LayerRow::grad_ratio_qv),
+           3, {.share_y = true, .legend_once = true}),
        "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
        "step, log y: reverse, the mean over seeds with its 95% interval; recall, every seed's "
        "run. A falling ratio is the query's gradient vanishing relative to the value's."});
@@ -199,28 +207,31 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
   std::vector<std::string> tasks;
   for (const auto& [task, d_k] : settings)
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
-  for (const std::string& task : tasks) {
-    if (two_valued(task)) {
-      finals.push_back(solve_dots(b, task));
-      continue;
-    }
-    plot::Figure f = figure(task, "d_k", true, "final held-out accuracy", false);
-    f.y.min = 0, f.y.max = 1;
-    for (const std::string& mode : study_modes()) {
-      plot::Series s = mode_series(mode);
-      s.markers = true;
-      for (const SettingSummary& r : summary) {
-        if (r.task != task || r.mode != mode) continue;
-        const Interval& a = r.metric[0];
-        s.x.push_back(static_cast<double>(r.d_k));
-        s.y.push_back(a.mean);
-        s.lo.push_back(std::clamp(std::isfinite(a.lo) ? a.lo : a.mean, 0.0, 1.0));
-        s.hi.push_back(std::clamp(std::isfinite(a.hi) ? a.hi : a.mean, 0.0, 1.0));
+  for (const std::string& task : tasks)
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string suffix = panel_suffix(g, groups.size());
+      if (two_valued(task)) {
+        finals.push_back(solve_dots(b, task, groups[g], suffix));
+        continue;
       }
-      f.series.push_back(s);
+      plot::Figure f =
+          figure(task + suffix, "d_k (log scale)", true, "final held-out accuracy (0 to 1)", false);
+      f.y.min = 0, f.y.max = 1;
+      for (const std::string& mode : groups[g]) {
+        plot::Series s = mode_series(mode);
+        s.markers = true;
+        for (const SettingSummary& r : summary) {
+          if (r.task != task || r.mode != mode) continue;
+          const Interval& a = r.metric[0];
+          s.x.push_back(static_cast<double>(r.d_k));
+          s.y.push_back(a.mean);
+          s.lo.push_back(std::clamp(std::isfinite(a.lo) ? a.lo : a.mean, 0.0, 1.0));
+          s.hi.push_back(std::clamp(std::isfinite(a.hi) ? a.hi : a.mean, 0.0, 1.0));
+        }
+        f.series.push_back(s);
+      }
+      finals.push_back(f);
     }
-    finals.push_back(f);
-  }
   out.push_back(
       {"final_accuracy.svg", plot::render_svg_grid(finals, 2, {.legend_once = true}),
        "The outcome of every trained setting against d_k (log x). reverse: final held-out "
@@ -243,14 +254,11 @@ std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
 plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int64_t d_k,
                              const std::string& title, const std::string& y,
                              double LayerRow::*field, const std::vector<std::string>& modes) {
-  plot::Figure f = figure(title, "step", false, y, true);
-  for (const std::string& mode : study_modes()) {
+  plot::Figure f = figure(title, "training step", false, y, true);
+  for (const std::string& mode : modes) {
     plot::Series s = mode_series(mode);
-    const bool trained = std::find(modes.begin(), modes.end(), mode) != modes.end();
-    if (trained && two_valued(task))
-      layer_paths(s, b.layers, task, d_k, mode, key_layer(task), field);
-    if (trained && !two_valued(task))
-      layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
+    if (two_valued(task)) layer_paths(s, b.layers, task, d_k, mode, key_layer(task), field);
+    if (!two_valued(task)) layer_band(s, b.layers, task, d_k, mode, key_layer(task), field);
     f.series.push_back(s);
   }
   return f;

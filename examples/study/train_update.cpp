@@ -17,8 +17,11 @@
 // each with the gradient and the update beside it.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "examples/common/svg_heatmap.h"
 #include "examples/study/parts.h"
@@ -106,22 +109,72 @@ std::string update_table(const TrainResult& b) {
   return rows > 0 ? md.str() + "\n" : "";
 }
 
-PlotFile update_figure(const TrainResult& b, const std::vector<std::string>& modes) {
-  const std::vector<std::pair<std::string, double LayerRow::*>> columns = {
-      {"||dL/dW_Q||", &LayerRow::grad_norm_wq},
-      {"||delta W_Q|| / ||W_Q||", &LayerRow::update_wq},
-      {"mean |delta logit|", &LayerRow::logit_change}};
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The setting where unscaled attention's W_Q gradient falls furthest below
+// 1/sqrt(d_k)'s (their smallest values over every seed and step, as a
+// ratio), so the figure can open with it; none without both modes.
+std::optional<std::pair<std::string, int64_t>> lead_setting(const TrainResult& b) {
+  std::optional<std::pair<std::string, int64_t>> lead;
+  double lowest = kInf;
+  for (const auto& [task, d_k] : settings_of(b)) {
+    double none = kInf, ref = kInf;
+    for (const LayerRow& r : b.layers) {
+      if (r.run.task != task || r.run.d_k != d_k || r.layer != key_layer(task)) continue;
+      if (!(r.grad_norm_wq > 0)) continue;
+      if (r.run.mode == "none") none = std::min(none, r.grad_norm_wq);
+      if (r.run.mode == kDefaultMode) ref = std::min(ref, r.grad_norm_wq);
+    }
+    if (none == kInf || ref == kInf || !(none / ref < lowest)) continue;
+    lowest = none / ref;
+    lead = std::pair{task, d_k};
+  }
+  return lead;
+}
+
+}  // namespace
+
+PlotFile update_figure(const TrainResult& b, const std::vector<std::string>& trained) {
+  const std::vector<std::tuple<std::string, std::string, double LayerRow::*>> columns = {
+      {"W_Q gradient", "gradient norm ||dL/dW_Q||_F", &LayerRow::grad_norm_wq},
+      {"W_Q update", "relative update ||delta W_Q|| / ||W_Q||", &LayerRow::update_wq},
+      {"logit change", "mean |delta scaled logit| per step", &LayerRow::logit_change}};
+  std::vector<std::string> modes;  // in the study's order, as every figure draws them
+  for (const std::string& m : study_modes())
+    if (std::find(trained.begin(), trained.end(), m) != trained.end()) modes.push_back(m);
+  const auto groups = mode_panels(modes);
   std::vector<plot::Figure> panels;
+  // The first row, where the eye lands: the vanishing gradient, unscaled
+  // against 1/sqrt(d_k) alone; every mode and setting follows.
+  const auto lead = lead_setting(b);
+  if (lead)
+    for (const auto& [what, y, field] : columns)
+      panels.push_back(key_layer_panel(b, lead->first, lead->second,
+                                       lead->first + ", d_k " + std::to_string(lead->second) +
+                                           ": " + what + ", none vs 1/sqrt(d_k)",
+                                       y, field, {"none", kDefaultMode}));
   for (const auto& [task, d_k] : settings_of(b))
-    for (const auto& [label, field] : columns)
-      panels.push_back(key_layer_panel(b, task, d_k, task + ", d_k = " + std::to_string(d_k), label,
-                                       field, modes));
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const auto& [what, y, field] : columns)
+        panels.push_back(key_layer_panel(
+            b, task, d_k,
+            task + ", d_k " + std::to_string(d_k) + ": " + what + panel_suffix(g, groups.size()), y,
+            field, groups[g]));
   return {"gradient_and_update.svg", plot::render_svg_grid(panels, 3, {.legend_once = true}),
-          "The gradient and the update, per mode, for the layer where each task looks its answer "
-          "up, against training step (log y; mean over seeds with its 95% interval), one row per "
-          "task and d_k: the gradient's norm at W_Q, the update AdamW applied to W_Q relative to "
-          "W_Q, and how far that update moved the layer's scaled logits on the step's batch. "
-          "Under AdamW the second column does not follow the first."};
+          std::string(lead ? "The first row: where unscaled attention's W_Q gradient falls "
+                             "furthest below 1/sqrt(d_k)'s (" +
+                                 lead->first + ", d_k " + std::to_string(lead->second) +
+                                 "), the two modes alone. Then every mode, one row per task "
+                                 "and d_k. "
+                           : "") +
+              "The gradient and the update for the layer where each task looks its answer up, "
+              "against training step (log y; reverse: the mean over seeds with its 95% "
+              "interval; recall: every seed's run): the gradient's norm at W_Q, the update AdamW "
+              "applied to W_Q relative to W_Q, and how far that update moved the layer's scaled "
+              "logits on the step's batch. Under AdamW the second column does not follow the "
+              "first."};
 }
 
 namespace {

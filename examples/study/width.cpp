@@ -212,20 +212,22 @@ Section width_section(const WidthOptions& o, const std::vector<WidthRow>& width)
                       rows});
   std::vector<plot::Figure> panels;
   for (const std::string& p : parametrizations()) {
-    plot::Figure f = figure(p, "learning rate", true, "final loss (capped)", true);
+    plot::Figure f =
+        figure(p, "learning rate (log scale)", true, "final loss (nats, capped)", true);
     std::map<int64_t, std::map<double, std::vector<double>>> at;
     for (const WidthRow& w : width)
       if (w.parametrization == p) at[w.d_model][w.run.lr].push_back(capped_loss(w.run));
     for (const auto& [d_model, points] : at)
-      f.series.push_back(mean_series("d_model " + std::to_string(d_model), points));
+      f.series.push_back(mean_series({.label = "d_model " + std::to_string(d_model)}, points));
     panels.push_back(f);
   }
   sec.plots.push_back(
       {"width_lr.svg", plot::render_svg_grid(panels, 3, {.share_y = true, .legend_once = true}),
        "Final loss against the learning rate at each width, one panel per parametrisation "
        "(the width part), log axes: under muP the minimum should stay put as the width grows."});
-  plot::Figure lr = figure("Best learning rate", "d_model", true, "best learning rate", true);
-  plot::Figure qk = figure("Std of q.k", "d_k", true, "std of q.k", true);
+  plot::Figure lr =
+      figure("Best learning rate", "d_model (log scale)", true, "best learning rate", true);
+  plot::Figure qk = figure("Std of q.k", "d_k (log scale)", true, "std of the unscaled q.k", true);
   for (const std::string& p : parametrizations()) {
     plot::Series s{.label = p, .markers = true},
         init{.label = p + " at init", .dashed = true, .markers = true},

@@ -383,13 +383,16 @@ TEST(GridLayout, ShareYRespectsFixedLimits) {
   r = shared_y_range(panels);
   EXPECT_EQ(r.lo, 0);  // Every panel fixes its minimum at 0.
   EXPECT_EQ(r.hi, 5);  // And every panel its maximum: the widest of them.
-  EXPECT_THROW(render_svg_grid({seven_modes(), Figure{.y = {.log = true}}}, 2, {.share_y = true}),
-               Error);
+  Figure six = seven_modes();
+  six.series.pop_back();  // Seven data series would be refused for that alone.
+  EXPECT_NO_THROW(render_svg_grid({six, six}, 2, {.share_y = true}));
+  EXPECT_THROW(render_svg_grid({six, Figure{.y = {.log = true}}}, 2, {.share_y = true}), Error);
 }
 
 TEST(GridLayout, OneLegendBeneathTheGrid) {
   std::vector<Figure> panels(5, seven_modes());
-  panels[1].series.push_back({.label = "extra", .x = {1, 2}, .y = {1, 2}});
+  // Past the palette's seven colours a series brings its own.
+  panels[1].series.push_back({.label = "extra", .x = {1, 2}, .y = {1, 2}, .color = "#882255"});
   const GridLayout g = make_grid_layout(panels, 3, {.legend_once = true});
   for (const Figure& panel : g.panels) EXPECT_TRUE(make_layout(panel).legend.empty());
   ASSERT_EQ(g.legend.legend.size(), 8u);
@@ -406,7 +409,7 @@ TEST(GridLayout, OneLegendBeneathTheGrid) {
 
 // A series with nothing to draw (a mode a run left out) keeps its place, so
 // the others keep their colours, but gets no legend entry; in a grid it gets
-// one when any panel draws it.
+// one when any panel draws it, after those of the panels before.
 TEST(Legend, AnEmptySeriesHasNoEntry) {
   Figure f = seven_modes();
   f.series[2].x.clear(), f.series[2].y.clear();
@@ -418,8 +421,23 @@ TEST(Legend, AnEmptySeriesHasNoEntry) {
   panels[0].series[4].x.clear(), panels[0].series[4].y.clear();
   const GridLayout g = make_grid_layout(panels, 2, {.legend_once = true});
   ASSERT_EQ(g.legend.legend.size(), 6u);  // series 4 drawn in panel 1, series 2 in neither
-  EXPECT_EQ(g.legend.legend[2].series, 3);
-  EXPECT_EQ(g.legend.legend[3].series, 4);
+  EXPECT_EQ(g.legend.legend[2].text, "inv_2sqrt_dk");
+  EXPECT_EQ(g.legend.legend[5].text, "learned");          // First drawn in the second panel.
+  EXPECT_EQ(g.legend_series[5].color, palette_color(4));  // Its colour there, position 4.
+}
+
+// A title too wide for a grid's narrow panel takes two lines, pushing the plot down.
+TEST(Layout, LongTitleWrapsOntoTwoLines) {
+  Figure f = seven_modes();
+  const Layout one = make_layout(f);
+  EXPECT_EQ(one.title_lines, std::vector<std::string>{f.title});
+  f.width = 300;
+  f.title = "recall, d_k 256: W_Q gradient, none vs 1/sqrt(d_k)";
+  const Layout two = make_layout(f);
+  ASSERT_EQ(two.title_lines.size(), 2u);
+  EXPECT_EQ(two.title_lines[0] + " " + two.title_lines[1], f.title);
+  for (const std::string& line : two.title_lines) EXPECT_LE(text_width(line, kTitleFont), 284);
+  EXPECT_DOUBLE_EQ(two.top, one.top + kTitleRow);
 }
 
 TEST(Layout, TallLegendMovesBeneathThePlot) {

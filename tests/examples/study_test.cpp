@@ -3,6 +3,7 @@
 // criterion. The parts themselves run in study_runs_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -52,6 +53,47 @@ TEST(StudyEstimate, MeanAndStandardError) {
   EXPECT_NEAR(e.se, 0.6454972243679028, 1e-12);
   EXPECT_TRUE(std::isnan(mean_and_se({7}).se));
   EXPECT_TRUE(std::isnan(mean_and_se({}).mean));
+}
+
+// Every figure of the study draws modes through mode_panels: whatever the
+// modes, no panel shows more than plot::kMaxSeries of them or one colour
+// twice (render_svg would refuse it), and each mode keeps one look.
+TEST(StudyFigures, ModePanelsAreReadableForEveryModeSet) {
+  std::vector<std::string> every = study_modes();
+  every.insert(every.end(), {"log_n", "ssmax"});
+  std::vector<std::pair<std::string_view, bool>> looks;
+  for (const std::string& mode : every) {
+    const ModeLook look = mode_look(mode);
+    EXPECT_FALSE(look.color.empty()) << mode;
+    EXPECT_EQ(std::count(looks.begin(), looks.end(), std::pair{look.color, look.dashed}), 0)
+        << mode << " looks like another mode";
+    looks.emplace_back(look.color, look.dashed);
+  }
+  for (const std::vector<std::string>& modes :
+       {every, study_modes(), default_modes(), std::vector<std::string>{"inv_dk", "inv_2sqrt_dk"},
+        std::vector<std::string>{"qk_l2norm", "learned"}}) {
+    const auto panels = mode_panels(modes);
+    for (const std::string& mode : modes) {
+      int shown = 0;
+      for (const auto& p : panels) shown += static_cast<int>(std::count(p.begin(), p.end(), mode));
+      EXPECT_GE(shown, 1) << mode;
+    }
+    for (const auto& p : panels) {
+      EXPECT_LE(p.size(), static_cast<size_t>(plot::kMaxSeries));
+      for (size_t i = 0; i < p.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          EXPECT_NE(mode_look(p[i]).color, mode_look(p[j]).color) << p[i] << " and " << p[j];
+    }
+  }
+  // The default run's six arms fit one panel: the train part's figures are
+  // not split; the init part's ten arms become the six and the rest.
+  EXPECT_EQ(mode_panels(default_modes()).size(), 1u);
+  const auto split = mode_panels(study_modes());
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0], default_modes());
+  EXPECT_EQ(mode_series("inv_sqrt_dk").emphasis, true);
+  EXPECT_EQ(mode_series("qk_l2norm").color, mode_look("qk_l2norm").color);
+  EXPECT_TRUE(mode_series("qk_l2norm").dashed);
 }
 
 TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {

@@ -384,18 +384,80 @@ TEST(RenderSvg, FewMarkedPointsGetErrorBarsInstead) {
   EXPECT_NE(render_svg(f).find("class=\"band\""), std::string::npos);
 }
 
-TEST(RenderSvg, EmphasisedSeriesDrawnThickerAndLast) {
+// Beneath, so a thin series on the same values shows inside the thick line.
+TEST(RenderSvg, EmphasisedSeriesDrawnThickerAndFirst) {
   Figure f;
-  f.series.push_back({.label = "default", .x = {1, 2, 3}, .y = {1, 2, 3}, .emphasis = true});
   f.series.push_back({.label = "same values", .x = {1, 2, 3}, .y = {1, 2, 3}});
+  f.series.push_back({.label = "default", .x = {1, 2, 3}, .y = {1, 2, 3}, .emphasis = true});
   const std::string svg = render_svg(f);
   const std::size_t first = svg.find("class=\"series\"");
   const std::size_t second = svg.find("class=\"series\"", first + 1);
   ASSERT_NE(second, std::string::npos);
   EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke", first), palette_color(1));
   EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke", second), palette_color(0));  // On top.
-  EXPECT_GT(std::stod(attribute(svg, "class=\"series\"", "stroke-width", second)),
-            std::stod(attribute(svg, "class=\"series\"", "stroke-width", first)));
+  EXPECT_GT(std::stod(attribute(svg, "class=\"series\"", "stroke-width", first)),
+            std::stod(attribute(svg, "class=\"series\"", "stroke-width", second)));
+}
+
+Series line(const std::string& label, const std::string& color = "") {
+  return {.label = label, .x = {1, 2, 3}, .y = {1, 2, 4}, .color = color};
+}
+
+// The rule of svg_plot.h: a reader can tell every series of a panel apart.
+TEST(RenderSvg, RefusesTwoSeriesOfAPanelInOneColour) {
+  Figure f;
+  f.series = {line("a", "#0072B2"), line("b", "#D55E00")};
+  EXPECT_NO_THROW(render_svg(f));
+  f.series[1].color = "#0072b2";  // Case does not make another colour.
+  EXPECT_THROW(render_svg(f), Error);
+  f.series[0].color = "#abc", f.series[1].color = "#AABBCC";  // Nor does the short form.
+  EXPECT_THROW(render_svg(f), Error);
+  f.series[1].color = "";  // Position 1's palette colour against position 0's explicit one.
+  f.series[0].color = std::string(palette_color(1));
+  EXPECT_THROW(render_svg(f), Error);
+  f.series[0].x.clear(), f.series[0].y.clear();  // Nothing drawn, nothing to confuse.
+  EXPECT_NO_THROW(render_svg(f));
+  // Two reference lines are two greys: one series with a NaN between its lines is the way.
+  Figure refs;
+  refs.series = {line("data"),
+                 {.label = "slope 1", .x = {1, 2}, .y = {1, 2}, .reference = true},
+                 {.label = "slope 2", .x = {1, 2}, .y = {1, 4}, .reference = true}};
+  EXPECT_THROW(render_svg(refs), Error);
+  EXPECT_THROW(render_svg_grid({refs}, 1), Error);
+  refs.series.pop_back();
+  const std::string svg = render_svg(refs);
+  const std::size_t reference = svg.find("class=\"series\"", svg.find("class=\"series\"") + 1);
+  EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke", reference), kReferenceColor);
+  EXPECT_EQ(attribute(svg, "class=\"series\"", "stroke-dasharray", reference), "6 4");
+}
+
+TEST(RenderSvg, AtMostSixDataSeriesBesideAReference) {
+  Figure f;
+  for (int i = 0; i < kMaxSeries; ++i) f.series.push_back(line("mode " + std::to_string(i)));
+  f.series.push_back({.label = "theory", .x = {1, 3}, .y = {1, 3}, .reference = true});
+  EXPECT_NO_THROW(render_svg(f));
+  f.series.back() = line("one too many", "#F0E442");
+  EXPECT_THROW(render_svg(f), Error);
+  EXPECT_THROW(render_svg_grid({f}, 1), Error);
+  // Past the palette a series needs its own colour, even with few drawn.
+  Figure sparse;
+  sparse.series.resize(kPaletteSize);  // Empty: they draw nothing and have no colour.
+  sparse.series.push_back(line("late"));
+  EXPECT_THROW(render_svg(sparse), Error);
+  sparse.series.back().color = "#000";
+  EXPECT_NO_THROW(render_svg(sparse));
+}
+
+TEST(RenderSvg, DashedSeriesGetRingMarkers) {
+  Figure f;
+  f.series = {{.label = "solid", .x = {1, 2}, .y = {1, 2}, .markers = true},
+              {.label = "dashed", .x = {1, 2}, .y = {1, 2}, .dashed = true, .markers = true}};
+  const std::string svg = render_svg(f);
+  EXPECT_EQ(attribute(svg, "<circle", "fill"), palette_color(0));
+  const std::string ring =
+      "fill=\"none\" stroke=\"" + std::string(palette_color(1)) + "\" stroke-width=\"1.5\"/>";
+  EXPECT_NE(svg.find("<circle"), svg.find(ring));  // The first marker is solid's, filled.
+  EXPECT_NE(svg.find(ring), std::string::npos);
 }
 
 TEST(RenderSvgGrid, PanelsSideBySide) {
@@ -432,13 +494,42 @@ TEST(RenderSvgGrid, MagnifiedPanelsAndOneLegend) {
   EXPECT_EQ(svg, render_svg_grid(panels, 3, {.share_y = true, .legend_once = true}));
 }
 
-TEST(Palette, EightDistinctColoursThenCycles) {
+// Okabe-Ito's eight but yellow (unreadable on white), none of them the references' grey,
+// and no second round that would repeat a colour.
+TEST(Palette, SevenOkabeItoColoursWithoutYellowOrGrey) {
+  const std::vector<std::string> okabe_ito = {"#000000", "#E69F00", "#56B4E9", "#009E73",
+                                              "#0072B2", "#D55E00", "#CC79A7"};
   for (int i = 0; i < kPaletteSize; ++i) {
-    for (int j = 0; j < i; ++j) {
-      EXPECT_NE(palette_color(i), palette_color(j));
-    }
+    EXPECT_NE(std::find(okabe_ito.begin(), okabe_ito.end(), palette_color(i)), okabe_ito.end());
+    EXPECT_NE(palette_color(i), kReferenceColor);
+    for (int j = 0; j < i; ++j) EXPECT_NE(palette_color(i), palette_color(j));
   }
-  EXPECT_EQ(palette_color(kPaletteSize + 3), palette_color(3));
+  EXPECT_THROW(palette_color(kPaletteSize), Error);
+  EXPECT_THROW(palette_color(-1), Error);
+}
+
+// One entry per label over all panels, so panels may show different series; a label drawn in
+// two colours would make that entry lie about one of them.
+TEST(RenderSvgGrid, OneLegendForPanelsOfDifferentSeries) {
+  Figure left, right;
+  left.series = {line("none", "#D55E00"), line("inv_dk", "#0072B2")};
+  right.series = {line("none", "#D55E00"),
+                  line("learned", "#56B4E9"),
+                  {.label = "theory", .x = {1, 3}, .y = {1, 3}, .reference = true}};
+  const GridLayout g = make_grid_layout({right, left}, 2, {.legend_once = true});
+  ASSERT_EQ(g.legend_series.size(), 4u);
+  EXPECT_EQ(g.legend_series[0].label, "none");
+  EXPECT_EQ(g.legend_series[1].label, "learned");
+  EXPECT_EQ(g.legend_series[2].label, "inv_dk");
+  EXPECT_EQ(g.legend_series[2].color, "#0072B2");
+  EXPECT_EQ(g.legend_series[3].label, "theory");  // References after the data.
+  EXPECT_EQ(g.legend_series[3].color, kReferenceColor);
+  EXPECT_TRUE(WellFormed(render_svg_grid({left, right}, 2, {.legend_once = true})));
+  right.series[0].color = "#000000";
+  EXPECT_THROW(render_svg_grid({left, right}, 2, {.legend_once = true}), Error);
+  EXPECT_NO_THROW(render_svg_grid({left, right}, 2));  // Each panel's own legend tells.
+  right.series[0].color = "#D55E00", right.series[0].dashed = true;
+  EXPECT_THROW(render_svg_grid({left, right}, 2, {.legend_once = true}), Error);
 }
 
 }  // namespace
