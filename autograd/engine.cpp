@@ -92,6 +92,14 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     if (!node.backward)
       fail("backward: the graph through '", node.name,
            "' was freed by an earlier backward; pass retain_graph = true to that one");
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const VariableImpl* input = node.inputs[i].get();
+      if (input && input->data.defined() && i < node.input_versions.size() &&
+          input->data.storage()->version() != node.input_versions[i])
+        fail("backward of '", node.name, "': input ", i, " (shape ", shape_str(input->shape),
+             ") was modified in place after the forward used it, so its gradient would come "
+             "from the new values; edit a clone(), or run the forward again after the edit");
+    }
     std::vector<Tensor> grads = node.backward(g);
     if (!retain_graph) node.backward = nullptr;
     if (grads.size() != node.inputs.size())

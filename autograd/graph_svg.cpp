@@ -120,9 +120,12 @@ Layout lay_out(const Graph& g) {
       column = std::max({column, text_width(g.nodes[i].label), text_width(g.nodes[i].detail)});
     column += 16;
     const double top = kHeader + (static_cast<double>(tallest - layer.size())) * pitch / 2;
+    // Each box as wide as its own text, centred in the column.
     for (size_t k = 0; k < layer.size(); ++k) {
       const size_t i = layer[k];
-      l.width[i] = column, l.x[i] = left, l.y[i] = top + static_cast<double>(k) * pitch;
+      l.width[i] = std::max(text_width(g.nodes[i].label), text_width(g.nodes[i].detail)) + 16;
+      l.x[i] = left + (column - l.width[i]) / 2;
+      l.y[i] = top + static_cast<double>(k) * pitch;
     }
     left += column + kColumnGap;
   }

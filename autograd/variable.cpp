@@ -48,6 +48,10 @@ Variable& Variable::set_requires_grad(bool on) {
   return *this;
 }
 
+void Variable::undefined_variable() {
+  fail("an undefined Variable (made by Variable()) was used; give it a tensor first");
+}
+
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
                      BackwardFn backward) {
   Variable out(std::move(data));
@@ -62,8 +66,14 @@ Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs
   }
   if (!any) return out;
   out.impl()->requires_grad = true;
-  out.impl()->grad_fn = std::make_shared<Node>(name, std::move(in), std::move(backward));
-  if (GraphCapture* capture = current_graph_capture()) capture->note_node(out.impl()->grad_fn.get());
+  auto node = std::make_shared<Node>(name, std::move(in), std::move(backward));
+  node->input_versions.reserve(node->inputs.size());
+  for (const auto& input : node->inputs)
+    node->input_versions.push_back(input && input->data.defined() ? input->data.storage()->version()
+                                                                  : 0);
+  out.impl()->grad_fn = std::move(node);
+  if (GraphCapture* capture = current_graph_capture())
+    capture->note_node(out.impl()->grad_fn.get());
   nodes_recorded.fetch_add(1, std::memory_order_relaxed);
   return out;
 }

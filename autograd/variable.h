@@ -34,6 +34,10 @@ struct Node {
   std::string name;  // the op, as errors and anomaly mode report it
   std::vector<std::shared_ptr<VariableImpl>> inputs;
   BackwardFn backward;  // released after use unless the graph is retained
+  // Each input's data's Storage::version() when the op ran: backward refuses
+  // to run this node if one has changed since (an in-place edit of a value
+  // the formula may have saved would give a wrong gradient, silently).
+  std::vector<uint64_t> input_versions;
   Node(std::string n, std::vector<std::shared_ptr<VariableImpl>> in, BackwardFn fn)
       : name(std::move(n)), inputs(std::move(in)), backward(std::move(fn)) {}
   ~Node();  // iterative, so a long chain of nodes cannot overflow the stack
@@ -90,7 +94,10 @@ class Variable {
   // graph's saved tensors are freed afterwards unless retain_graph is set.
   void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
 
-  const std::shared_ptr<VariableImpl>& impl() const { return handle_->impl; }
+  const std::shared_ptr<VariableImpl>& impl() const {
+    if (!handle_) undefined_variable();
+    return handle_->impl;
+  }
 
  private:
   // What user code holds; the graph holds the VariableImpl directly. When
@@ -104,7 +111,11 @@ class Variable {
     Handle(const Handle&) = delete;
     Handle& operator=(const Handle&) = delete;
   };
-  VariableImpl* get() const { return handle_->impl.get(); }
+  VariableImpl* get() const {
+    if (!handle_) undefined_variable();
+    return handle_->impl.get();
+  }
+  [[noreturn]] static void undefined_variable();
   std::shared_ptr<Handle> handle_;
 };
 

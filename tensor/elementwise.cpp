@@ -195,6 +195,7 @@ void add_(Tensor& dst, const Tensor& src) {
     fail("add_: source of shape ", shape_str(src.shape()), " does not broadcast to ",
          shape_str(dst.shape()));
   Strides ss = broadcast_strides(src.shape(), src.strides(), dst.shape());
+  dst.storage()->bump_version();
   visit_float(dst.dtype(), "add_", [&](auto zero) {
     using T = decltype(zero);
     T* d = dst.data<T>();

@@ -50,6 +50,7 @@ void index_add_(Tensor& dst, int64_t axis, const Tensor& index, const Tensor& sr
   expected[ax] = static_cast<int64_t>(idx.size());
   if (src.shape() != expected)
     fail("index_add_: source shape ", shape_str(src.shape()), " should be ", shape_str(expected));
+  dst.storage()->bump_version();
   if (ax == 0 && dst.is_contiguous() && src.is_contiguous() && dst.dtype() == src.dtype() &&
       dst.dtype() != DType::Int64) {
     // The embedding's backward: whole rows of src added into rows of dst, in
@@ -130,6 +131,7 @@ void scatter_add_(Tensor& dst, int64_t axis, const Tensor& index, const Tensor& 
   if (src.shape() != index.shape() || src.dtype() != dst.dtype())
     fail("scatter_add_: source ", shape_str(src.shape()), " must match the index shape ",
          shape_str(index.shape()), " and the destination dtype");
+  dst.storage()->bump_version();
   visit_float(dst.dtype(), "scatter_add_", [&](auto zero) {
     using T = decltype(zero);
     T* pd = dst.data<T>();

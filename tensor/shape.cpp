@@ -6,7 +6,12 @@ namespace gradflow {
 
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  bool overflow = false;
+  for (int64_t s : shape) {
+    if (s == 0) return 0;  // empty, however large the other sizes
+    overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  }
+  if (overflow) fail("shape ", shape_str(shape), " has more elements than an int64 can count");
   return n;
 }
 

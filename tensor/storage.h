@@ -11,6 +11,7 @@
 // after free is still reported.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,9 +28,17 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+  // How many times Tensor's in-place ops (fill_, copy_, set, add_, ...) have
+  // written to this block: autograd compares it with the count it saw at the
+  // forward, to refuse a backward through values edited since. Writes through
+  // data<T>() (kernels filling a fresh output) are not counted.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   void* data_;
   size_t bytes_;
+  std::atomic<uint64_t> version_{0};
 };
 
 // Byte counts of all Storage blocks in the process, by their size class.

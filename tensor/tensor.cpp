@@ -17,7 +17,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t s : shape)
     if (s < 0) fail("empty: negative size in shape ", shape_str(shape));
   Tensor t;
-  const size_t bytes = numel_of(shape) * dtype_size(dtype);
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), dtype_size(dtype), &bytes))
+    fail("empty: shape ", shape_str(shape), " needs more bytes than a size_t can count");
   try {
     t.storage_ = std::make_shared<Storage>(bytes);
   } catch (const std::bad_alloc&) {
@@ -86,6 +88,7 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
 
 void Tensor::set(std::initializer_list<int64_t> index, double value) {
   int64_t offset = element_offset(*this, index, "set");
+  storage_->bump_version();
   visit_any(dtype_, [&](auto zero) {
     using T = decltype(zero);
     static_cast<T*>(storage_->data())[offset] = static_cast<T>(value);
@@ -126,6 +129,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
     fail("copy_: source of shape ", shape_str(src.shape()), " does not broadcast to ",
          shape_str(shape_));
   Strides src_strides = broadcast_strides(src.shape(), src.strides(), shape_);
+  storage_->bump_version();
   visit_any(dtype_, [&](auto dst_zero) {
     using D = decltype(dst_zero);
     visit_any(src.dtype(), [&](auto src_zero) {
@@ -149,6 +153,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  if (!defined()) fail("fill_: undefined tensor");
+  storage_->bump_version();
   visit_any(dtype_, [&](auto zero) {
     using T = decltype(zero);
     T v = static_cast<T>(value);

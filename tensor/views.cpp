@@ -19,8 +19,8 @@ Shape infer_shape(Shape shape, int64_t numel, const char* op, const Shape& from)
       unknown = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       fail(op, ": invalid size ", shape[i], " in ", shape_str(shape));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      fail(op, ": shape ", shape_str(shape), " has more elements than an int64 can count");
     }
   }
   if (unknown >= 0 && known != 0 && numel % known == 0) shape[unknown] = numel / known;
@@ -166,6 +166,7 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 Tensor Tensor::expand(const Shape& shape) const {
   if (shape.size() < shape_.size() || broadcast_shapes(shape_, shape, "expand") != shape)
     fail("expand: shape ", shape_str(shape_), " cannot be expanded to ", shape_str(shape));
+  numel_of(shape);  // throws when the element count overflows
   return make_view(*this, shape, broadcast_strides(shape_, strides_, shape), offset_);
 }
 

@@ -1,6 +1,7 @@
 // The engine's contract: accumulation, leaves and intermediates, hooks,
 // no_grad, detach, anomaly mode, and errors that name the op.
 #include <cmath>
+#include <functional>
 
 #include "check.h"
 
@@ -222,6 +223,60 @@ TEST(Engine, GradcheckReportsAWrongGradient) {
   GradcheckResult r = gradcheck(wrong, {dense({3})});
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.message.find("bad_square"), std::string::npos) << r.message;
+}
+
+// An in-place edit of a value the forward used would give a gradient from
+// the new values ([20, 20, 20] here, where the forward's is [2, 4, 6]):
+// backward refuses, naming the op, whichever in-place op made the edit.
+TEST(Engine, AnInPlaceEditAfterTheForwardIsRefused) {
+  const std::vector<std::function<void(Tensor)>> edits = {
+      [](Tensor t) { t.fill_(10); },
+      [](Tensor t) { t.copy_(full({3}, 10, DType::Float64)); },
+      [](Tensor t) { t.set({1}, 10); },
+      [](Tensor t) { add_(t, full({3}, 1, DType::Float64)); },
+      [](Tensor t) { t.narrow(0, 1, 1).fill_(0); },  // through a view of the same storage
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    SCOPED_TRACE(i);
+    Variable w(from_vector({1, 2, 3}, DType::Float64), true);
+    Variable loss = sum(w * w);
+    edits[i](w.data());
+    try {
+      loss.backward();
+      ADD_FAILURE() << "backward ran on edited values";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("backward of 'mul': input 0 (shape (3)) was modified "
+                                           "in place"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(w.grad().defined());  // nothing was accumulated
+  }
+}
+
+// Edits before the forward, on a clone, or after the backward are all fine.
+TEST(Engine, EditsOutsideAForwardAndItsBackwardAreFine) {
+  Variable w(from_vector({1, 2, 3}, DType::Float64), true);
+  Tensor data = w.data();  // a handle to the same storage
+  data.fill_(2);           // before: the forward sees 2s
+  Variable loss = sum(w * w);
+  w.data().clone().fill_(5);  // another storage
+  loss.backward();
+  EXPECT_EQ(w.grad().to_vector(), (std::vector<double>{4, 4, 4}));
+  data.fill_(3);  // after: the next forward is a new graph
+  w.zero_grad();
+  sum(w * w).backward();
+  EXPECT_EQ(w.grad().to_vector(), (std::vector<double>{6, 6, 6}));
+}
+
+// An undefined Variable throws where it is used, as an undefined Tensor does.
+TEST(Engine, AnUndefinedVariableThrowsInsteadOfCrashing) {
+  Variable x(from_vector({1, 2}, DType::Float64), true);
+  EXPECT_THROW(add(Variable(), x), Error);
+  EXPECT_THROW(mul(x, Variable()), Error);
+  EXPECT_THROW(Variable().shape(), Error);
+  EXPECT_THROW(Variable().impl(), Error);
+  EXPECT_FALSE(Variable().defined());
 }
 
 }  // namespace

@@ -283,5 +283,18 @@ TEST(Random, RandNeverReturnsHigh) {
   EXPECT_LT(rand({1}, gen, DType::Float64, 1, 2).item(), 2.0);
 }
 
+// A shape whose element count overflows int64 is refused where it is made,
+// not left to wrap ((2^32)^2 wrapped to 0, and a set() on it crashed).
+TEST(Creation, ShapesThatOverflowAreRefused) {
+  const int64_t two32 = int64_t{1} << 32;
+  EXPECT_THROW(zeros({two32, two32}), Error);
+  EXPECT_THROW(zeros({3037000500, 3037000500}), Error);
+  EXPECT_THROW(zeros({1}).expand({two32, two32}), Error);
+  EXPECT_THROW(zeros({4}).reshape({two32, two32, -1}), Error);
+  EXPECT_EQ(numel_of({two32, 2}), two32 * 2);
+  EXPECT_EQ(numel_of({two32, two32, 0}), 0);  // empty, however large the rest
+  EXPECT_EQ(zeros({two32, two32, 0}).numel(), 0);
+}
+
 }  // namespace
 }  // namespace gradflow
