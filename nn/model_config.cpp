@@ -69,8 +69,8 @@ const ModelField kFields[] = {
     {"activation", &C::activation, "feed-forward activation", false, activations, check_activation},
     {"positional", &C::positional,
      "positions: a learned table or fixed sinusoids added to the embeddings, rotary embeddings "
-     "turning q and k, or ALiBi's distance bias on the logits, in every self-attention layer "
-     "(nn/positional_schemes.h)",
+     "turning q and k, or ALiBi's distance bias on the logits, in every self-attention layer; "
+     "none for no positions at all (nn/positional_schemes.h)",
      false, positional_names, check_positional},
     {"dropout", &C::dropout,
      "dropout on each sublayer's output (above 0, a batch runs as one part: --threads then "

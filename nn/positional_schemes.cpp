@@ -18,6 +18,8 @@ const std::vector<PositionalScheme>& positional_schemes() {
        make_rope, even_d_k},
       {"alibi", "a bias -m_h |i - j| on every self-attention layer's logits (Press et al.)",
        Table::None, make_alibi, nullptr, /*transforms_scores=*/true},
+      {"none", "no positions: without a causal mask, the model cannot tell one order from another",
+       Table::None},
   };
   return table;
 }

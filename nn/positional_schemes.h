@@ -10,6 +10,9 @@
 //   rope         q and k turned by their positions (rope.h); d_k even
 //   alibi        a bias of -m_h |i - j| on the logits, m_h a fixed slope per
 //                head (alibi.cpp, Press et al. 2022)
+//   none         nothing: without a causal mask, permuting the tokens then
+//                permutes the outputs, so an encoder cannot tell "a b" from
+//                "b a" (a baseline; docs/lessons/08_position.md)
 //
 // Cross-attention takes no scheme's variant: its queries and keys are
 // positions of two different sequences, so their distance means nothing.

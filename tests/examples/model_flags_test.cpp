@@ -189,7 +189,7 @@ TEST(ModelFlags, EachFieldChecksItsOwnValueAndValidateTheRest) {
         } catch (const Error& e) {
           EXPECT_STREQ(e.what(),
                        "model config: positional unknown 'nope' (expected one of learned, "
-                       "sinusoidal, rope, alibi)");
+                       "sinusoidal, rope, alibi, none)");
           throw;
         }
       },
