@@ -23,12 +23,21 @@ Variable sub(const Variable& a, const Variable& b) {
   });
 }
 
+// z = x * y, broadcast: the gradient at x is g * y (g: the gradient at z,
+// shaped like z), summed back to x's shape; at y the same with x and y swapped.
+Tensor mul_backward(const Tensor& g, const Tensor& other, const Shape& shape);
+#ifndef GRADFLOW_EXERCISES  // exercise 1: docs/exercises/01_mul_backward.md
+Tensor mul_backward(const Tensor& g, const Tensor& other, const Shape& shape) {
+  return sum_to(mul(g, other), shape);
+}
+#endif
+
 Variable mul(const Variable& a, const Variable& b) {
   const Tensor x = a.data(), y = b.data();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return make_result(mul(x, y), "mul", {a, b}, [x, y, need_a, need_b](const Tensor& g) {
-    return std::vector<Tensor>{need_a ? sum_to(mul(g, y), x.shape()) : Tensor(),
-                               need_b ? sum_to(mul(g, x), y.shape()) : Tensor()};
+    return std::vector<Tensor>{need_a ? mul_backward(g, y, x.shape()) : Tensor(),
+                               need_b ? mul_backward(g, x, y.shape()) : Tensor()};
   });
 }
 

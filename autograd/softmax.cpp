@@ -9,14 +9,28 @@
 
 namespace gradflow {
 
+// The gradient at the softmax's input x from g, the gradient at its output
+// y, along the axis: dx = y * (g - sum(g * y)), the Jacobian
+// diag(y) - y y^T applied to g without forming it (dy_i/dx_j = y_i (1[i=j] - y_j)).
+//
+// This is where a saturated softmax stops the gradient. For a one-hot y
+// every entry of diag(y) - y y^T is 0 (y_i (1[i=j] - y_j) = 0 whether y_i is
+// 0 or 1), so dx ~ 0 whatever g is: attention whose logits grow with d_k
+// goes one-hot and its scores stop learning
+// (docs/lessons/03_saturated_gradient.md).
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
+#ifndef GRADFLOW_EXERCISES  // exercise 3: docs/exercises/03_softmax_backward.md
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis) {
+  Tensor dot = sum(mul(g, y), {axis}, true);
+  return map_ternary(y, g, dot, "softmax_backward",
+                     [](auto p, auto q, auto d) { return p * (q - d); });
+}
+#endif
+
 Variable softmax(const Variable& x, int64_t axis) {
   Tensor y = softmax(x.data(), axis);
   return make_result(y, "softmax", {x}, [y, axis](const Tensor& g) {
-    // dx = y * (g - sum(g * y)) along the axis: the Jacobian diag(y) - y y^T
-    // applied to g without forming it.
-    Tensor dot = sum(mul(g, y), {axis}, true);
-    return std::vector<Tensor>{map_ternary(y, g, dot, "softmax_backward",
-                                           [](auto p, auto q, auto d) { return p * (q - d); })};
+    return std::vector<Tensor>{softmax_backward(y, g, axis)};
   });
 }
 

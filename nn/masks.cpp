@@ -6,12 +6,14 @@
 
 namespace gradflow::nn {
 
+#ifndef GRADFLOW_EXERCISES  // exercise 6: docs/exercises/06_causal_mask.md
 Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
   Tensor mask = zeros({t, s}, dtype);
   for (int64_t i = 0; i < t; ++i)
     for (int64_t j = i + offset + 1; j < s; ++j) mask.set({i, j}, 1);
   return mask;
 }
+#endif
 
 Tensor key_padding_mask(const Tensor& pad) {
   if (!pad.defined()) return Tensor();

@@ -206,6 +206,14 @@ void softmax_row(const T* x, int64_t sx, T* y, int64_t sy, int64_t n, bool log) 
     for (int64_t j = 0; j < n; ++j) y[j * sy] = log ? neg_inf : T{0};
     return;
   }
+  // Why subtract the row's max m: exp overflows float32 past about 88
+  // (e^88.7 is its largest value), and a logit of 100 is easy to reach. Yet
+  // softmax(x - c) = softmax(x) for any c, since e^-c cancels between each
+  // term and the sum, so c = m changes nothing mathematically and makes
+  // every exponent <= 0: each term is in (0, 1], the sum in [1, n]. Overflow
+  // is therefore not why attention divides by sqrt(d_k); saturation is
+  // (docs/lessons/02_softmax_saturation.md).
+  //
   // The exponentials go to y first, in a loop of their own that vectorises;
   // log_softmax overwrites them below.
   for (int64_t j = 0; j < n; ++j) y[j * sy] = exp_of(x[j * sx] - m);

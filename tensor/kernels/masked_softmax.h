@@ -42,6 +42,12 @@ void masked_softmax_row(const T* scores, const T* mask_row, T* y, int64_t s, T s
     inv = 0;
     return;
   }
+  // The row's max is subtracted first: softmax(z - c) = softmax(z) for any
+  // c, and with c = top every exponent is <= 0, so exp, infinite in float32
+  // past about 88, cannot overflow however large the scores. Overflow is not
+  // why attention scales its scores (tensor/reduce.cpp's softmax_row,
+  // docs/lessons/02_softmax_saturation.md).
+  //
   // Masked entries are set to 0 rather than left to exp(-inf): the fast
   // float exp stops at e^-87 (tensor/kernels/fast_math.h), not at 0.
   const T m = top;

@@ -227,6 +227,31 @@ TEST(MultiHeadAttention, SelfAndCrossAttentionMatchTheHandComputation) {
   }
 }
 
+// Each head attends with its own channels (split_heads): with identity
+// projections, head 0 is channels 0 and 1 of each position, head 1 channels
+// 2 and 3, and each weighs its two keys by softmax(q.k / sqrt(2)), the
+// sigmoid of the logits' difference. Numbers by hand, no mask; a split that
+// gives a head another position's or another head's channels moves them.
+TEST(MultiHeadAttention, EachHeadAttendsWithItsOwnChannels) {
+  Generator gen(8);
+  MultiHeadAttention mha(4, {.heads = 2}, {gen, DType::Float64});
+  for (const auto& proj : {mha.q_proj, mha.k_proj, mha.v_proj, mha.o_proj}) {
+    Tensor w = proj->weight.data(), b = proj->bias.data();
+    w.copy_(from_vector({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4}, DType::Float64));
+    b.copy_(zeros({4}, DType::Float64));
+  }
+  // Head 0: positions (1, 0) and (0, 1); head 1: (2, 1) and (-1, 0).
+  Tensor x = from_vector({1, 0, 2, 1, 0, 1, -1, 0}, {1, 2, 4}, DType::Float64);
+  const auto sigmoid = [](double z) { return 1 / (1 + std::exp(-z)); };
+  const double r = std::sqrt(2.0);
+  const double a = sigmoid(1 / r);   // head 0, query 0: logits (1, 0) / sqrt(2), key 0's weight
+  const double c = sigmoid(7 / r);   // head 1, query 0: logits (5, -2) / sqrt(2)
+  const double e = sigmoid(-3 / r);  // head 1, query 1: logits (-2, 1) / sqrt(2)
+  // Query 1 of head 0 (logits (0, 1) / sqrt(2)) gives key 0 the weight 1 - a.
+  expect_near_vec(mha.forward(Variable(x), Variable(x)).data(),
+                  {a, 1 - a, 3 * c - 1, c, 1 - a, a, 3 * e - 1, e}, 1e-12);
+}
+
 TEST(MultiHeadAttention, GradcheckTinyLayerInputAndParameters) {
   for (const char* mode :
        {"inv_sqrt_dk", "learned", "qk_norm", "qk_l2norm", "learned_log", "log_n", "ssmax"}) {
