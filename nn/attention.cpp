@@ -70,6 +70,13 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
 }
 #endif
 
+// The lesson is five lines; the rest is machinery, fenced "[machinery]" below
+// so a first read can skip it (the KV cache for generation, the variants of
+// the scale and position tables, the probe):
+//   q = split_heads(q_proj(x))                            (B, H, T, D)
+//   k = split_heads(k_proj(memory)), v = split_heads(v_proj(memory))
+//   heads = softmax(scale * q k^T, mask) v                (B, H, T, D)
+//   return o_proj(heads with H and D merged back)         (B, T, C)
 Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, const Tensor& mask,
                                      KVCache* cache) {
   const GraphScope scope = graph_scope();
@@ -78,7 +85,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     fail("MultiHeadAttention: expected x (B, T, ", d_model_, ") and memory (B, S, ", d_model_,
          "), got ", shape_str(x.shape()), " and ", shape_str(memory.shape()));
   const int64_t b = x.shape()[0], t = x.shape()[1];
-  // The cache holds plain tensors: with gradients on, those of k_proj and
+  // [machinery] The cache holds plain tensors: with gradients on, those of k_proj and
   // v_proj would be silently cut after the first step.
   if (cache && grad_enabled())
     fail("MultiHeadAttention: the KV cache is for generation; use it under NoGradGuard");
@@ -92,6 +99,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
                         .key_start = cache && !cache->fixed ? cache->length() : 0,
                         .key_length = keys,
                         .mask = mask};
+  // The lesson: three projections of the input, each split into heads.
   Variable q = split_heads(q_proj->forward(x));
   for (const auto& variant : variants_) q = variant->transform_query(q, at);
   Variable k, v;
@@ -103,7 +111,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     v = split_heads(v_proj->forward(memory));
     for (const auto& variant : variants_) k = variant->transform_key(k, at);
   }
-  if (cache) {
+  if (cache) {  // [machinery] generation: keep this step's keys and values
     if (!cache->fixed && cache->k.defined()) {
       k = Variable(cat({cache->k, k.data()}, 2));
       v = Variable(cat({cache->v, v.data()}, 2));
@@ -112,7 +120,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
     cache->v = v.data();
     cache->queries += t;
   }
-  // The scores cover every key, the cached ones included.
+  // [machinery] The scores cover every key, the cached ones included.
   at.key_start = 0;
   ScoreTransform transform = nullptr;
   if (std::any_of(variants_.begin(), variants_.end(),
@@ -123,6 +131,7 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
         if (v->transforms_scores()) out = v->transform_scores(out, at);
       return out;
     };
+  // The lesson again: softmax(scale q k^T) v, head by head.
   Variable heads = scaled_dot_product_attention(q, k, v, mask, config_.scale.value(d_k_),
                                                 record_probe ? &probe : nullptr, transform);
   // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
