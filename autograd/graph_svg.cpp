@@ -54,11 +54,17 @@ std::string escape(const std::string& s) {
 double text_width(const std::string& s) { return kCharWidth * static_cast<double>(s.size()); }
 
 struct Layout {
-  std::vector<size_t> layer;                // per node
+  // Per node, the graph's nodes first, then the dummies: a long edge passes
+  // one dummy in each layer it crosses, so that ordering the layers moves
+  // it aside instead of leaving it to cut through the boxes in between.
+  std::vector<size_t> layer;
   std::vector<std::vector<size_t>> layers;  // node ids, top to bottom
-  std::vector<double> x, y, width;          // per node: left edge, top edge, box width
+  std::vector<double> x, y, width, height;  // a box; a dummy is its column's width, 0 high
+  std::vector<std::vector<size_t>> routes;  // per edge: the dummies it passes, in order
   double total_width = 0, total_height = 0;
 };
+
+constexpr double kDummyPitch = 12;  // the room a passing edge takes in a layer
 
 Layout lay_out(const Graph& g) {
   const size_t n = g.nodes.size();
@@ -75,17 +81,30 @@ Layout lay_out(const Graph& g) {
     for (size_t to : out[i]) first_user = std::min(first_user, l.layer[to]);
     l.layer[i] = first_user - 1;
   }
+  // Dummies, and the graph with every edge cut into one-layer links.
+  std::vector<std::vector<size_t>> in2 = {}, out2 = {};
+  in2.resize(n), out2.resize(n);
+  for (const GraphEdge& e : g.edges) {
+    std::vector<size_t> route;
+    size_t prev = e.from;
+    for (size_t k = l.layer[e.from] + 1; k < l.layer[e.to]; ++k) {
+      const size_t d = l.layer.size();
+      l.layer.push_back(k), in2.push_back({prev}), out2.push_back({});
+      out2[prev].push_back(d);
+      route.push_back(d), prev = d;
+    }
+    out2[prev].push_back(e.to), in2[e.to].push_back(prev);
+    l.routes.push_back(std::move(route));
+  }
+  const size_t total = l.layer.size();
   const size_t depth = n == 0 ? 0 : *std::max_element(l.layer.begin(), l.layer.end()) + 1;
   l.layers.assign(depth, {});
-  for (size_t i = 0; i < n; ++i) l.layers[l.layer[i]].push_back(i);
+  for (size_t i = 0; i < total; ++i) l.layers[l.layer[i]].push_back(i);
 
   // Barycentre sweeps: order each layer by its neighbours' mean position.
-  std::vector<double> pos(n);
-  auto number = [&] {
-    for (const auto& layer : l.layers)
-      for (size_t k = 0; k < layer.size(); ++k) pos[layer[k]] = static_cast<double>(k);
-  };
-  number();
+  std::vector<double> pos(total);
+  for (const auto& layer : l.layers)
+    for (size_t k = 0; k < layer.size(); ++k) pos[layer[k]] = static_cast<double>(k);
   auto sweep = [&](const std::vector<std::vector<size_t>>& neighbours, bool forward) {
     for (size_t step = 0; step < depth; ++step) {
       auto& layer = l.layers[forward ? step : depth - 1 - step];
@@ -106,31 +125,37 @@ Layout lay_out(const Graph& g) {
       for (size_t k = 0; k < layer.size(); ++k) pos[layer[k]] = static_cast<double>(k);
     }
   };
-  for (int round = 0; round < 3; ++round) sweep(in, true), sweep(out, false);
+  for (int round = 0; round < 3; ++round) sweep(in2, true), sweep(out2, false);
 
-  // Coordinates.
-  l.x.assign(n, 0), l.y.assign(n, 0), l.width.assign(n, 0);
-  size_t tallest = 0;
-  for (const auto& layer : l.layers) tallest = std::max(tallest, layer.size());
-  const double pitch = kBoxHeight + kRowGap;
+  // Coordinates: each layer a column as wide as its widest box, its boxes
+  // and passing edges stacked and centred on the tallest layer.
+  l.x.assign(total, 0), l.y.assign(total, 0), l.width.assign(total, 0), l.height.assign(total, 0);
+  auto slot = [&](size_t i) { return i < n ? kBoxHeight + kRowGap : kDummyPitch; };
+  std::vector<double> stack(depth, 0);
+  for (size_t k = 0; k < depth; ++k)
+    for (size_t i : l.layers[k]) stack[k] += slot(i);
+  const double tallest = depth ? *std::max_element(stack.begin(), stack.end()) : 0;
   double left = kMargin;
-  for (const auto& layer : l.layers) {
-    double column = 0;
-    for (size_t i : layer)
-      column = std::max({column, text_width(g.nodes[i].label), text_width(g.nodes[i].detail)});
-    column += 16;
-    const double top = kHeader + (static_cast<double>(tallest - layer.size())) * pitch / 2;
-    // Each box as wide as its own text, centred in the column.
-    for (size_t k = 0; k < layer.size(); ++k) {
-      const size_t i = layer[k];
-      l.width[i] = std::max(text_width(g.nodes[i].label), text_width(g.nodes[i].detail)) + 16;
-      l.x[i] = left + (column - l.width[i]) / 2;
-      l.y[i] = top + static_cast<double>(k) * pitch;
+  for (size_t k = 0; k < depth; ++k) {
+    double column = 16;
+    for (size_t i : l.layers[k])
+      if (i < n)
+        column = std::max(
+            {column, text_width(g.nodes[i].label) + 16, text_width(g.nodes[i].detail) + 16});
+    double top = kHeader + (tallest - stack[k]) / 2;
+    for (size_t i : l.layers[k]) {
+      if (i < n) {  // each box as wide as its own text, centred in the column
+        l.width[i] = std::max(text_width(g.nodes[i].label), text_width(g.nodes[i].detail)) + 16;
+        l.x[i] = left + (column - l.width[i]) / 2, l.y[i] = top, l.height[i] = kBoxHeight;
+      } else {
+        l.width[i] = column, l.x[i] = left, l.y[i] = top + kDummyPitch / 2;
+      }
+      top += slot(i);
     }
     left += column + kColumnGap;
   }
   l.total_width = std::max(left - kColumnGap + kMargin, 460.0);
-  l.total_height = kHeader + static_cast<double>(tallest) * pitch + kMargin;
+  l.total_height = kHeader + tallest + kMargin;
   return l;
 }
 
@@ -182,21 +207,38 @@ std::string to_svg(const Graph& graph, const std::string& title) {
 
   // Edges first, under the boxes; their labels after the boxes, on top.
   std::string labels;
-  for (const GraphEdge& e : graph.edges) {
-    const double x1 = l.x[e.from] + l.width[e.from], y1 = l.y[e.from] + kBoxHeight / 2;
-    const double x2 = l.x[e.to], y2 = l.y[e.to] + kBoxHeight / 2;
-    const double bend = std::min((x2 - x1) / 2, 120.0);
+  for (size_t k = 0; k < graph.edges.size(); ++k) {
+    const GraphEdge& e = graph.edges[k];
+    // Right side of the input's box, across each layer passed, left side of
+    // the user's box; curves with level ends between the columns.
+    std::vector<std::pair<double, double>> points = {
+        {l.x[e.from] + l.width[e.from], l.y[e.from] + kBoxHeight / 2}};
+    for (size_t d : l.routes[k])
+      points.push_back({l.x[d], l.y[d]}), points.push_back({l.x[d] + l.width[d], l.y[d]});
+    points.push_back({l.x[e.to], l.y[e.to] + kBoxHeight / 2});
+    std::string d = "M" + num(points[0].first) + " " + num(points[0].second);
+    for (size_t p = 1; p < points.size(); ++p) {
+      const auto [x1, y1] = points[p - 1];
+      const auto [x2, y2] = points[p];
+      if (p % 2 == 0) {  // across a layer: straight
+        d += " L" + num(x2) + " " + num(y2);
+        continue;
+      }
+      const double bend = std::min((x2 - x1) / 2, 120.0);
+      d += " C" + num(x1 + bend) + " " + num(y1) + " " + num(x2 - bend) + " " + num(y2) + " " +
+           num(x2) + " " + num(y2);
+    }
     const bool known = !std::isnan(e.grad_norm);
     const bool vanished = known && !(e.grad_norm > kVanished * range.hi);
     const char* colour = !known ? "#999999" : vanished ? "#d55e00" : "#3b6ea5";
-    out += "<path class=\"edge\" d=\"M" + num(x1) + " " + num(y1) + " C" + num(x1 + bend) + " " +
-           num(y1) + " " + num(x2 - bend) + " " + num(y2) + " " + num(x2) + " " + num(y2) +
-           "\" fill=\"none\" stroke=\"" + colour + "\" stroke-opacity=\"0.75\" stroke-width=\"" +
-           num(edge_width(e.grad_norm, range)) + "\"" +
-           (known && e.grad_norm == 0 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
+    out += "<path class=\"edge\" d=\"" + d + "\" fill=\"none\" stroke=\"" + colour +
+           "\" stroke-opacity=\"0.75\" stroke-width=\"" + num(edge_width(e.grad_norm, range)) +
+           "\"" + (known && e.grad_norm == 0 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
     if (!known) continue;
-    // The curve's midpoint: (P0 + 3 P1 + 3 P2 + P3) / 8.
-    const double mx = (x1 + 3 * (x1 + bend) + 3 * (x2 - bend) + x2) / 8, my = (y1 + y2) / 2;
+    // The label at the middle of the first curve, next to the input's box:
+    // (P0 + 3 P1 + 3 P2 + P3) / 8.
+    const double x1 = points[0].first, x2 = points[1].first;
+    const double mx = (x1 + x2) / 2, my = (points[0].second + points[1].second) / 2;
     std::string text = format_norm(e.grad_norm);
     if (e.folded > 1) text += " (" + std::to_string(e.folded) + ")";
     labels += "<text class=\"norm\" x=\"" + num(mx) + "\" y=\"" + num(my - 3) +
