@@ -12,10 +12,16 @@ namespace gradflow {
 
 namespace {
 
-// Variables reachable from root through nodes, each after everything that
-// depends on it (reverse post-order of a depth-first walk). Iterative, so a
-// deep graph (a long training unroll) cannot overflow the stack.
-std::vector<VariableImpl*> topological_order(VariableImpl* root) {
+thread_local LeafGrads* leaf_sink = nullptr;
+
+}  // namespace
+
+// Every Variable reachable from root through nodes, each after the inputs it
+// was made from: a depth-first post-order, iterative so that a deep graph (a
+// long training unroll) cannot overflow the stack. Backward walks it in
+// reverse, so a node runs only after every use of its output has sent its
+// gradient back.
+std::vector<VariableImpl*> forward_order(VariableImpl* root) {
   std::vector<VariableImpl*> post;
   std::unordered_set<VariableImpl*> seen{root};
   std::vector<std::pair<VariableImpl*, size_t>> stack{{root, 0}};
@@ -30,12 +36,8 @@ std::vector<VariableImpl*> topological_order(VariableImpl* root) {
       stack.pop_back();
     }
   }
-  return {post.rbegin(), post.rend()};
+  return post;
 }
-
-thread_local LeafGrads* leaf_sink = nullptr;
-
-}  // namespace
 
 // A value used twice (x * x, a residual's x + f(x)) gets a gradient along
 // each use, and dL/dx is their sum: the multivariate chain rule. so_far holds
@@ -78,7 +80,9 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
   }
 
   std::unordered_map<VariableImpl*, Tensor> pending{{get(), seed}};
-  for (VariableImpl* v : topological_order(get())) {
+  const std::vector<VariableImpl*> order = forward_order(get());
+  for (auto at = order.rbegin(); at != order.rend(); ++at) {
+    VariableImpl* v = *at;
     auto it = pending.find(v);
     if (it == pending.end()) continue;
     Tensor g = std::move(it->second);

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <map>
 #include <queue>
-#include <unordered_set>
 
 namespace gradflow {
 
@@ -25,26 +24,6 @@ double frobenius(const Tensor& t) {
   double sum = 0;
   for (double v : t.to_vector()) sum += v * v;
   return std::sqrt(sum);
-}
-
-// Every Variable reachable from root through nodes, inputs before the ops
-// that used them (a depth-first post-order; iterative for deep graphs).
-std::vector<VariableImpl*> forward_order(VariableImpl* root) {
-  std::vector<VariableImpl*> order;
-  std::unordered_set<VariableImpl*> seen{root};
-  std::vector<std::pair<VariableImpl*, size_t>> stack{{root, 0}};
-  while (!stack.empty()) {
-    auto& [v, next] = stack.back();
-    Node* node = v->grad_fn.get();
-    if (node && next < node->inputs.size()) {
-      VariableImpl* child = node->inputs[next++].get();
-      if (child && seen.insert(child).second) stack.push_back({child, 0});
-    } else {
-      order.push_back(v);
-      stack.pop_back();
-    }
-  }
-  return order;
 }
 
 // The graph with every op and leaf its own node.

@@ -125,6 +125,10 @@ class Variable {
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
                      BackwardFn backward);
 
+// Every Variable reachable from root through the graph's nodes, each after
+// the inputs it was made from (engine.cpp). backward walks it in reverse.
+std::vector<VariableImpl*> forward_order(VariableImpl* root);
+
 // Nodes recorded by make_result in this process so far, all threads: the
 // ops of a training step that a backward will run, for measuring the cost
 // per op (bench/train_bench --overhead).

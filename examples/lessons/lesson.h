@@ -11,6 +11,8 @@
 #include <string>
 
 #include "examples/common/args.h"
+#include "nn/data/toy_tasks.h"
+#include "nn/models.h"
 
 namespace gradflow::lessons {
 
@@ -27,6 +29,10 @@ Lesson parse_lesson(cli::ArgParser& args, const std::string& name, int argc, cha
 // "#########.......": `value` of `max` as a bar `width` characters long
 // (rounded; empty for 0 or less, full for max or more, "?" for NaN).
 std::string bar(double value, double max, int width = 40);
+
+// Greedy decoding of batch b's sources, without gradients: the share of its
+// target tokens (padding aside) that come out right.
+double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b);
 
 // Writes text to <out>/<file> atomically (creating out) and prints
 // "figure: <path>". Throws cli::UsageError when out cannot be made.

@@ -55,17 +55,6 @@ void train(nn::EncoderDecoder& model, int steps, MakeBatch make_batch, Generator
   }
 }
 
-// Greedy decoding's token accuracy over the target tokens that are not padding.
-double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b) {
-  const int64_t rows = b.tgt_out.shape()[0], cols = b.tgt_out.shape()[1];
-  Tensor out = model.greedy_decode(b.src, b.src_pad, nn::kBosToken, nn::kEosToken, cols);
-  int64_t right = 0, total = 0;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t t = 0; t < cols && b.tgt_out.at({i, t}) != nn::kPadToken; ++t, ++total)
-      right += t < out.shape()[1] && out.at({i, t}) == b.tgt_out.at({i, t});
-  return static_cast<double>(right) / static_cast<double>(total);
-}
-
 // The pair task: src s_0 .. s_5 EOS of 4 symbols, target p_0 .. p_5 EOS with
 // p_i the pair (s_i, s_{5-i}) as one token of its own, id 7 + 4 s_i + s_{5-i}.
 constexpr int64_t kPairLen = 6, kPairSymbols = 4;
@@ -145,7 +134,7 @@ int run(int argc, char** argv) {
   train(
       reverse, 400, [&](Generator& g) { return nn::make_batch(task, 64, g); }, gen);
   std::printf("reverse, 400 steps: held-out greedy accuracy %.3f\n",
-              greedy_accuracy(reverse, nn::make_batch(task, 256, gen)));
+              lessons::greedy_accuracy(reverse, nn::make_batch(task, 256, gen)));
   const nn::Seq2SeqBatch example = reverse_example({3, 1, 4, 1, 5, 9});
   const Maps rev = attention_maps(reverse, example);
   std::printf("\ncross-attention of \"3 1 4 1 5 9\" -> \"9 5 1 4 1 3\", mean of the 2 heads\n");
@@ -171,7 +160,7 @@ int run(int argc, char** argv) {
     nn::EncoderDecoder model(tiny_seq2seq(kPairVocab, kPairLen + 1, heads), gen);
     train(
         model, 200, [](Generator& g) { return pair_batch(64, g); }, gen);
-    const double acc = greedy_accuracy(model, pair_batch(512, gen));
+    const double acc = lessons::greedy_accuracy(model, pair_batch(512, gen));
     pairs.push_back(attention_maps(model, pair_batch(1, gen)));
     const Maps& m = pairs.back();
     const auto same = mean_weight_on(m.cross, kPairLen, [](int64_t i) { return i; });

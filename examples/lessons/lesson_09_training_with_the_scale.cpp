@@ -49,18 +49,6 @@ double late_mean(const Run& r) {
   return n ? std::exp(total / n) : std::nan("");
 }
 
-// Greedy decoding of a held-out batch: the share of target tokens right.
-double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b) {
-  NoGradGuard no_grad;
-  const int64_t rows = b.tgt_out.shape()[0], cols = b.tgt_out.shape()[1];
-  Tensor out = model.greedy_decode(b.src, b.src_pad, nn::kBosToken, nn::kEosToken, cols);
-  int64_t right = 0, total = 0;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t t = 0; t < cols && b.tgt_out.at({i, t}) != nn::kPadToken; ++t, ++total)
-      right += t < out.shape()[1] && out.at({i, t}) == b.tgt_out.at({i, t});
-  return static_cast<double>(right) / static_cast<double>(total);
-}
-
 Run train(const std::string& scale, const std::string& optimizer_name, int64_t steps,
           uint64_t seed) {
   Generator gen(seed);
@@ -104,7 +92,7 @@ Run train(const std::string& scale, const std::string& optimizer_name, int64_t s
   }
   attention.record_probe = false;
   Generator held_out(seed + 1000);
-  run.accuracy = greedy_accuracy(model, nn::make_batch(kTask, 256, held_out));
+  run.accuracy = lessons::greedy_accuracy(model, nn::make_batch(kTask, 256, held_out));
   return run;
 }
 
