@@ -48,6 +48,12 @@ std::string command_line(int argc, char** argv) {
   return out;
 }
 
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -55,7 +61,13 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
     if (end == start) throw cli::UsageError(flag + ": an empty item in '" + text + "'");
-    out.push_back(text.substr(start, end - start));
+    const std::string item = text.substr(start, end - start);
+    // Each item is one arm or setting of the study: a repeat would run the
+    // same runs again and pool them as if they were more seeds.
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw cli::UsageError(flag + ": '" + item + "' is listed twice in '" + text +
+                            "' (a repeat would be pooled as extra seeds)");
+    out.push_back(item);
     start = end + 1;
   }
   return out;
@@ -94,6 +106,8 @@ std::set<std::string> parse_parts(const std::string& text) {
     auto it = std::find_if(part_names().begin(), part_names().end(), [&p](const auto& n) {
       return p == n.first || (p.size() == 1 && p[0] == n.second);
     });
+    if (it != part_names().end() && out.count(it->first))
+      throw cli::UsageError("--parts: '" + it->first + "' is listed twice in '" + text + "'");
     if (it == part_names().end())
       throw cli::UsageError("--parts: unknown part '" + p +
                             "' (expected init, train, sgd, depth, lr, width, depth-train, length)");
@@ -129,6 +143,9 @@ std::vector<int64_t> parse_d_ks(const std::string& text) {
     int64_t v = 0;
     cli::detail::parse_value("--d-ks", d, &v);
     if (v < 1 || v > 4096) throw cli::UsageError("--d-ks: " + d + " is not in [1, 4096]");
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      throw cli::UsageError("--d-ks: " + std::to_string(v) + " is listed twice in '" + text +
+                            "' (a repeat would be pooled as extra seeds)");
     out.push_back(v);
   }
   return out;
@@ -303,7 +320,8 @@ int run(int argc, char** argv) {
     for (const std::string& m : settings.modes)
       if (std::find(study::study_modes().begin(), study::study_modes().end(), m) ==
           study::study_modes().end())
-        throw cli::UsageError("--modes: unknown mode '" + m + "'");
+        throw cli::UsageError("--modes: unknown mode '" + m + "' (expected one of " +
+                              comma_list(study::study_modes()) + ")");
   }
   const study::InitOptions init_options = study::init_options(settings);
   study::TrainOptions train_options = study::train_options(settings);

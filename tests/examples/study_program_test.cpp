@@ -51,6 +51,12 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
   expect_usage_error(kScalingStudy, {"--seeds", "-1"});
   expect_usage_error(kScalingStudy, {"--seeds", "9223372036854775807"});
   expect_usage_error(kScalingStudy, {"--steps", "1000001"});
+  // A repeated item would rerun the same runs and pool them as more seeds.
+  expect_usage_error(kScalingStudy, {"--d-ks", "16,16,16"});
+  expect_usage_error(kScalingStudy, {"--d-ks", "16,016"});
+  expect_usage_error(kScalingStudy, {"--modes", "inv_sqrt_dk,none,none"});
+  expect_usage_error(kScalingStudy, {"--tasks", "reverse,reverse"});
+  expect_usage_error(kScalingStudy, {"--parts", "train,B"});
 }
 
 TEST_F(StudyProgramTest, SizesThatCannotFitAreRefusedBeforeRunning) {
