@@ -120,6 +120,15 @@ Verdict warmup_claim(const DepthTrainResult& depth) {
       "; gradient norm of the block nearest the output over the one nearest the "
       "input at the first step: pre-LN " +
       significant(pre_ratio) + ", post-LN " + significant(post_ratio);
+  if (effects.empty() || std::any_of(effects.begin(), effects.end(), [](const WarmupEffect& e) {
+        return !has_interval(e.no_warmup_minus_warmup);
+      })) {
+    v.verdict = "unclear";
+    v.reason =
+        "each comparison needs an interval, so two or more seeds with and without "
+        "warm-up";
+    return v;
+  }
   const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
   const bool pre_fine = pre_worse == 0;
   v.verdict = verdict_of(post_needs + pre_fine, 2);

@@ -180,6 +180,18 @@ Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const Length
         p.push_back(std::isfinite(d.mean) && d.mean > 0 ? margin_p_value(d, 0) : 1.0);
       }
     }
+  if (tests.empty() || std::any_of(tests.begin(), tests.end(),
+                                   [](const Test& t) { return !has_interval(t.diff); })) {
+    v.verdict = "unclear";
+    v.measured =
+        "comparisons with fewer than two seeds where both modes learned the trained "
+        "length: " +
+        std::to_string(std::count_if(tests.begin(), tests.end(),
+                                     [](const Test& t) { return !has_interval(t.diff); })) +
+        " of " + std::to_string(tests.size());
+    v.reason = "every comparison needs an interval (two or more paired seeds) before Holm";
+    return v;
+  }
   const std::vector<double> adjusted = holm(p);
   int passed = 0;
   std::ostringstream measured, reason;

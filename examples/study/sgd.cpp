@@ -133,6 +133,15 @@ Verdict sgd_claim(const std::vector<FinalRow>& sweep) {
   const Interval ratio = paired_at_best(*none_256, *ref_256, &log_ratio);
   const Interval gap_256 = paired_at_best(*none_256, *ref_256, &capped_loss);
   const Interval gap_16 = paired_at_best(*none_16, *ref_16, &capped_loss);
+  if (!has_interval(ratio) || !has_interval(gap_256) || !has_interval(gap_16)) {
+    v.verdict = "unclear";
+    v.measured = "paired seeds per comparison: " + std::to_string(ratio.n) + ", " +
+                 std::to_string(gap_256.n) + ", " + std::to_string(gap_16.n);
+    v.reason =
+        "each comparison needs an interval, so two or more seeds paired at the best "
+        "learning rates";
+    return v;
+  }
   const bool lower_ratio = ratio.n > 0 && ratio.hi < 0;
   const bool worse = gap_256.n > 0 && gap_256.lo > kSgdGapMargin;
   const bool grows = gap_256.n > 0 && gap_16.n > 0 && gap_16.mean < gap_256.mean;

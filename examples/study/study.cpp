@@ -263,4 +263,8 @@ std::string verdict_of(int passed, int parts) {
 
 const char* yes_no(bool b) { return b ? "yes" : "no"; }
 
+bool has_interval(const Interval& i) {
+  return i.n >= 2 && std::isfinite(i.lo) && std::isfinite(i.hi);
+}
+
 }  // namespace gradflow::study

@@ -381,6 +381,10 @@ struct Verdict {
 // none did, else "partly holds".
 std::string verdict_of(int passed, int parts);
 const char* yes_no(bool b);  // a criterion's outcome in a reason
+// Whether a comparison's 95% interval could be computed: two or more paired
+// values and finite bounds. A claim whose criteria need an interval is
+// "unclear" when one is missing, never judged from a point estimate.
+bool has_interval(const Interval& i);
 
 using CsvRow = std::vector<cli::CsvCell>;
 struct CsvFile {

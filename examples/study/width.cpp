@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "examples/study/parts.h"
@@ -147,6 +148,15 @@ Verdict width_claim(const std::vector<WidthRow>& rows) {
   for (const BestLr& b : best)
     v.measured += (v.measured.empty() ? "" : "; ") + b.parametrization + " d_model " +
                   std::to_string(b.d_model) + ": " + significant(b.best_lr, 2);
+  std::set<int64_t> seeds;
+  for (const WidthRow& w : rows) seeds.insert(w.run.run.seed);
+  if (seeds.size() < 2) {
+    v.verdict = "unclear";
+    v.reason =
+        "the best learning rate of one seed is one noisy run's; two or more seeds are "
+        "needed";
+    return v;
+  }
   const int mup = best_lr_spread(best, "mup", grid);
   const int sp = std::max(best_lr_spread(best, "sp_inv_sqrt_dk", grid),
                           best_lr_spread(best, "sp_inv_dk", grid));

@@ -120,6 +120,14 @@ TEST(LengthTrain, ExtrapolationClaimFollowsThePairedDifferences) {
   EXPECT_EQ(extrapolation_claim(same, o).verdict, "does not hold");
   const auto half = synthetic({{"inv_sqrt_dk", 0}, {"log_n", 0}, {"ssmax", 0.2}}, 8);
   EXPECT_EQ(extrapolation_claim(half, o).verdict, "partly holds");
+  // One seed, or none where both learned: no interval, no verdict (it was
+  // "does not hold" with n 0 in every comparison).
+  o.seeds = 1;
+  EXPECT_EQ(extrapolation_claim(synthetic({{"inv_sqrt_dk", 0}, {"log_n", 0.2}}, 1), o).verdict,
+            "unclear");
+  auto unsolved = better;
+  for (LengthTestRow& r : unsolved) r.solved = r.run.mode == "inv_sqrt_dk";
+  EXPECT_EQ(extrapolation_claim(unsolved, o).verdict, "unclear");
   // Only seeds where both solved count: unsolved ones are left out.
   auto some = better;
   for (LengthTestRow& r : some)

@@ -163,6 +163,14 @@ TEST(StudySgd, C13FollowsItsCriteria) {
   std::vector<FinalRow> only_256 = holds;
   std::erase_if(only_256, [](const FinalRow& r) { return r.run.d_k == 16; });
   EXPECT_EQ(sgd_claim(only_256).verdict, "unclear");
+  // One seed: no interval, so no verdict, whatever the means say (the
+  // gap's means alone would have made it "partly holds").
+  std::vector<FinalRow> one_seed = holds;
+  std::erase_if(one_seed, [](const FinalRow& r) { return r.run.seed != 0; });
+  v = sgd_claim(one_seed);
+  EXPECT_EQ(v.verdict, "unclear") << v.reason;
+  EXPECT_NE(v.measured.find("paired seeds per comparison: 1, 1, 1"), std::string::npos)
+      << v.measured;
 }
 
 TEST(StudySgd, WritesItsTableCsvAndFigure) {
