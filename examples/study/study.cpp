@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "autograd/ops.h"
@@ -160,7 +161,14 @@ void run_jobs(const std::string& part, size_t count, int threads,
   };
   if (progress) progress(0, count);  // the start: a display can start its clock
   std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  try {
+    for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  } catch (const std::system_error&) {
+    // The system would start no more threads (a process limit): the jobs run
+    // on those that did start, or on this one. (Leaving the vector holding a
+    // joinable thread would abort the program.)
+    if (pool.empty()) worker();
+  }
   for (std::thread& t : pool) t.join();
   // A job that saw the signal ended early and threw: not its error.
   if (const int signal = cli::stop_signal(); signal != 0)
