@@ -40,7 +40,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep, bo
 std::string printable(std::string text, size_t limit = 120) {
   if (text.size() > limit) text = text.substr(0, limit) + "...";
   for (char& c : text)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   return text;
 }
 

@@ -1,9 +1,12 @@
 #include "nn/io/checkpoint.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string_view>
 
 #include "nn/io/safetensors.h"
 #include "tensor/creation.h"
@@ -16,6 +19,30 @@ constexpr const char* kFormat = "gradflow-checkpoint-1";
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+// Text from the file, for a one-line message: each control byte as \xNN.
+std::string shown(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (!is_control(c)) {
+      out += c;
+      continue;
+    }
+    constexpr char kHex[] = "0123456789abcdef";
+    const auto u = static_cast<unsigned char>(c);
+    out += {'\\', 'x', kHex[u >> 4], kHex[u & 15]};
+  }
+  return out;
+}
+
+// A tensor name gradflow never writes (nor could a model or optimizer use): refused here, by
+// name, so that no message of the loads after it quotes a control byte from the file.
+void check_name(const std::string& what, const std::string& name) {
+  if (std::any_of(name.begin(), name.end(), is_control))
+    fail(what, ": unexpected tensor '", shown(name), "'");
 }
 
 Tensor rng_tensor(const Generator& gen) {
@@ -64,6 +91,22 @@ void check_update_counts(const std::string& path, const NamedTensors& optim, int
   }
 }
 
+// Whether load_state_dict takes `weights`: each parameter once, in its shape, and nothing else.
+// These are the checks it makes before it changes anything, made here first so that the model is
+// not loaded before the optimizer's state is known to load too.
+bool fits(const Module& model, const NamedTensors& weights) {
+  const auto params = model.named_parameters();
+  if (params.size() != weights.size()) return false;
+  std::map<std::string_view, const Tensor*> given;
+  for (const auto& [name, t] : weights)
+    if (!given.emplace(name, &t).second) return false;
+  for (const auto& [name, p] : params) {
+    const auto it = given.find(name);
+    if (it == given.end() || it->second->shape() != p.shape()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::string& metadata_value(const Metadata& metadata, const std::string& key) {
@@ -100,7 +143,7 @@ CheckpointContents load_checkpoint(
   bool is_checkpoint = false;
   for (const auto& [k, v] : file.metadata) {
     if (k == "format") {
-      if (v != kFormat) fail("checkpoint ", path, ": unknown format '", v, "'");
+      if (v != kFormat) fail("checkpoint ", path, ": unknown format '", shown(v), "'");
       is_checkpoint = true;
     } else if (k == "step") {
       // Exactly as save_checkpoint writes it (std::to_string): digits only.
@@ -109,7 +152,7 @@ CheckpointContents load_checkpoint(
       const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
       if (!digits || ec != std::errc() || end != v.data() + v.size() || out.step < 0 ||
           out.step > kMaxCheckpointStep)
-        fail("checkpoint ", path, ": bad step '", v, "' (expected an integer in [0, 2^53])");
+        fail("checkpoint ", path, ": bad step '", shown(v), "' (expected an integer in [0, 2^53])");
     } else {
       out.metadata.emplace_back(k, v);
     }
@@ -121,6 +164,7 @@ CheckpointContents load_checkpoint(
   NamedTensors weights, optim;
   std::vector<std::pair<std::string, Tensor>> rngs;
   for (auto& [name, t] : file.tensors) {
+    check_name("checkpoint " + path, name);
     if (starts_with(name, "model."))
       weights.emplace_back(name.substr(6), t);
     else if (starts_with(name, "optim."))
@@ -149,8 +193,11 @@ CheckpointContents load_checkpoint(
       fail("checkpoint ", path, ": the state of generator '", name,
            "' is all zero, which xoshiro256** never reaches (a damaged file)");
   }
-  model.load_state_dict(weights);
+  // Each load checks everything before it changes anything; the model's checks come first, so
+  // that a state the optimizer refuses leaves the model as it was too.
+  if (!fits(model, weights)) model.load_state_dict(weights);  // throws, naming what differs
   optimizer.load_state(optim);
+  model.load_state_dict(weights);
   for (size_t i = 0; i < generators.size(); ++i) generators[i].second->set_state(states[i]);
   return out;
 }
@@ -164,8 +211,10 @@ void save_weights(const std::string& path, const Module& model, const Metadata& 
 }
 
 void load_weights(const std::string& path, Module& model) {
-  model.load_state_dict(
-      load_safetensors(path, kMaxSafetensorsFileBytes, HalfPrecision::kToFloat32).tensors);
+  const NamedTensors tensors =
+      load_safetensors(path, kMaxSafetensorsFileBytes, HalfPrecision::kToFloat32).tensors;
+  for (const auto& [name, t] : tensors) check_name("weights " + path, name);
+  model.load_state_dict(tensors);
 }
 
 }  // namespace gradflow::nn

@@ -34,10 +34,21 @@ std::string hex4(uint32_t code) {
 
 // A key for an error message: at most 64 bytes (cut on a character boundary), quoted and escaped.
 std::string quote_key(std::string_view key) {
-  if (key.size() <= 64) return dump(Value(key));
-  size_t cut = 64;
-  while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80) --cut;
-  return dump(Value(key.substr(0, cut))) + "...";
+  size_t cut = key.size();
+  if (cut > 64) {
+    cut = 64;
+    while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80) --cut;
+  }
+  // dump escapes the control characters but DEL, which JSON allows as it is.
+  std::string quoted;
+  for (char c : dump(Value(key.substr(0, cut)))) {
+    if (c == 0x7F) {
+      quoted += "\\u007f";
+    } else {
+      quoted += c;
+    }
+  }
+  return cut < key.size() ? quoted + "..." : quoted;
 }
 
 // One array or object that has been opened and not yet closed.
@@ -367,7 +378,11 @@ void Parser::parse_escape(std::string& out) {
     case 'u':
       break;
     default:
-      error("invalid escape \\" + std::string(1, kind) + " in string", start);
+      // The byte itself only if printable: a message stays on one line.
+      if (kind > 0x20 && kind < 0x7F) {
+        error("invalid escape \\" + std::string(1, kind) + " in string", start);
+      }
+      error("invalid escape: a backslash followed by " + describe(kind) + " in string", start);
   }
   uint32_t code = parse_hex4(start);
   if (code >= 0xDC00 && code <= 0xDFFF) {

@@ -363,11 +363,12 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
 
   const double coef = max_norm / (norm + 1e-6);
   for (auto& [p, g] : grads) {
-    visit_float(g.dtype(), "clip_grad_norm", [&](auto zero) {
+    Tensor& grad = g;  // clang++ before 16 cannot capture a structured binding in a lambda
+    visit_float(grad.dtype(), "clip_grad_norm", [&](auto zero) {
       using T = decltype(zero);
       const T c = static_cast<T>(coef);
-      T* gd = g.data<T>();
-      for (int64_t k = 0, n = g.numel(); k < n; ++k) gd[k] = gd[k] * c;
+      T* gd = grad.data<T>();
+      for (int64_t k = 0, n = grad.numel(); k < n; ++k) gd[k] = gd[k] * c;
     });
     p.set_grad(g);  // a no-op unless g is the contiguous copy
   }

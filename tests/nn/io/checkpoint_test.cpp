@@ -110,6 +110,49 @@ TEST_F(CheckpointTest, AnAllZeroGeneratorStateIsRefused) {
   EXPECT_NE(e.find("the state of generator 'data' is all zero"), std::string::npos) << e;
 }
 
+// Found by tests/fuzz/checkpoint_fuzz.cpp: the model was loaded before the
+// optimizer's state was checked, so a state the optimizer refused left the model
+// holding the file's weights. load_after checks the model is as it was.
+TEST_F(CheckpointTest, AnOptimizerStateThatIsRefusedLeavesTheModelAsItWas) {
+  const std::string e = load_after([](SafetensorsFile& f) {
+    f.tensors[0].second.data<float>()[0] += 1;  // the weight load_after watches
+    Tensor& steps = tensor(f, "optim.param_steps");
+    steps = steps.to(DType::Float64);
+  });
+  EXPECT_NE(e.find("\"param_steps\" is float64"), std::string::npos) << e;
+}
+
+// Found by tests/fuzz/checkpoint_fuzz.cpp: a tensor name or a metadata value
+// holding a control byte went into the message as it was, breaking its line.
+TEST_F(CheckpointTest, NamesAndValuesWithControlBytesAreShownOnOneLine) {
+  std::string e = load_after([](SafetensorsFile& f) {
+    for (auto& [name, t] : f.tensors)
+      if (name == "model.lm_head.weight") name = "model.lm\nhead";
+  });
+  EXPECT_NE(e.find("unexpected tensor 'model.lm\\x0ahead'"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  e = load_after([](SafetensorsFile& f) {
+    for (auto& [k, v] : f.metadata)
+      if (k == "step") v = "5\x1b[2J";
+  });
+  EXPECT_NE(e.find("bad step '5\\x1b[2J'"), std::string::npos) << e;
+
+  SafetensorsFile file = decode_safetensors(saved_);
+  NamedTensors weights;
+  for (auto& [name, t] : file.tensors)
+    if (name.starts_with("model.")) weights.emplace_back(name.substr(6), t);
+  weights.emplace_back("extra\r", weights[0].second);
+  save_safetensors(path_, weights);
+  TinyRun fresh;
+  try {
+    load_weights(path_, fresh.model);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("unexpected tensor 'extra\\x0d'"), std::string::npos)
+        << error.what();
+  }
+}
+
 // A NaN reached the weights: the save throws before writing, and the file on
 // disk stays the last good checkpoint.
 TEST_F(CheckpointTest, ANonFiniteStateIsNotSaved) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -242,6 +243,8 @@ TEST(JsonParse, RejectsNonStrictInput) {
       {"\"a\nb\"", "control character byte 0x0a in string"},
       {R"("\x")", "invalid escape \\x"},
       {R"("\U0041")", "invalid escape \\U"},
+      // Found by tests/fuzz/json_fuzz.cpp: the byte after the backslash went into the message.
+      {"\"\\\n\"", "invalid escape: a backslash followed by byte 0x0a"},
       {R"("\)", "unterminated escape"},
       {R"("\u12")", "invalid \\u escape"},
       {R"("\u12g4")", "invalid \\u escape"},
@@ -270,6 +273,7 @@ TEST(JsonParse, RejectsNonStrictInput) {
       {"\xc3\xa9", "expected a value, got byte 0xc3"},  // UTF-8 outside a string
       {R"({"a":1,"a":2})", "duplicate key \"a\""},
       {R"([{"x":{},"x":[]}])", "duplicate key \"x\""},
+      {"{\"\x7f\":1,\"\x7f\":2}", "duplicate key \"\\u007f\""},  // DEL, valid in JSON
       {std::string(kMaxDepth + 1, '['), "nesting deeper than 128 levels"},
       {std::string(100000, '['), "nesting deeper than 128 levels"},
       {std::string(100000, '{'), "expected a string key"},
@@ -281,7 +285,10 @@ TEST(JsonParse, RejectsNonStrictInput) {
     EXPECT_NE(message.find(c.problem), std::string::npos) << message;
     EXPECT_EQ(message.rfind("json: ", 0), 0u) << message;
     EXPECT_NE(message.find(" at byte "), std::string::npos) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    // One printable line, whatever the input holds.
+    EXPECT_TRUE(std::none_of(message.begin(), message.end(), [](char b) {
+      return static_cast<unsigned char>(b) < 0x20 || b == 0x7f;
+    })) << message;
   }
 }
 
