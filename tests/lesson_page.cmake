@@ -2,7 +2,7 @@ cmake_minimum_required(VERSION 3.25)
 # A lesson runs, and its page quotes only what it prints: every line of each
 # ```text block that follows a <!-- output --> line in PAGE must be a line of
 # PROGRAM's standard output (trailing spaces aside). Run as
-#   cmake -DPROGRAM=<lesson> -DPAGE=<docs/lessons/NN_name.md> -DOUT=<dir> -P lesson_page.cmake
+#   cmake -DPROGRAM=<lesson> -DPAGE=<docs/lessons/NN_name.md> -DOUT=<dir> [-DCHECK_PAGE=OFF] -P lesson_page.cmake
 # (Blocks are cut out with string(FIND) and SUBSTRING, never as CMake lists,
 # which would split the text at its semicolons.)
 file(REMOVE_RECURSE ${OUT})
@@ -13,6 +13,12 @@ if(NOT code EQUAL 0)
 endif()
 if(NOT EXISTS ${PAGE})
   message(FATAL_ERROR "the lesson has no page: ${PAGE}")
+endif()
+# The sanitizer build (Debug, no vectorised kernels' rounding) trains to other
+# last digits: there the lesson must run cleanly, and its page is not compared.
+if(DEFINED CHECK_PAGE AND NOT CHECK_PAGE)
+  message(STATUS "${PROGRAM} ran; its page is not compared in this build")
+  return()
 endif()
 file(READ ${PAGE} page)
 string(REGEX REPLACE "[ ]+\n" "\n" output "\n${output}\n")
