@@ -57,7 +57,8 @@ TEST_F(ProgramsTest, EveryProgramAnswersHelpAndRefusesAnUnknownFlag) {
 }
 
 // What README.md and docs/programs.md say of the programs, on every program
-// of the generated list: each is in the README's table of programs; the
+// of the generated list: each is in the README's table of programs (a lesson
+// in docs/lessons/README.md's table of lessons); the
 // training programs and scaling_study take --seed and --threads; a program
 // whose usage names a FILE refuses, in one line with exit code 2, to run
 // without one.
@@ -66,10 +67,15 @@ TEST_F(ProgramsTest, ProgramsDoWhatTheReadmeSays) {
   const std::string readme((std::istreambuf_iterator<char>(file)),
                            std::istreambuf_iterator<char>());
   ASSERT_FALSE(readme.empty());
+  std::ifstream lessons_file(std::string(GRADFLOW_SOURCE_DIR) + "/docs/lessons/README.md");
+  const std::string lessons((std::istreambuf_iterator<char>(lessons_file)),
+                            std::istreambuf_iterator<char>());
   int reads_a_file = 0;
   for (const ListedProgram& p : listed_programs()) {
     SCOPED_TRACE(p.name);
-    EXPECT_NE(readme.find("| `" + p.name), std::string::npos) << "not in the README's table";
+    const bool lesson = p.name.rfind("lesson_", 0) == 0;
+    EXPECT_NE((lesson ? lessons : readme).find("| `" + p.name), std::string::npos)
+        << (lesson ? "not in docs/lessons/README.md's table" : "not in the README's table");
     const Result help = run(p.path, {"--help"});
     if (p.kind == "training" || p.name == "scaling_study") {
       EXPECT_NE(help.out.find("--seed"), std::string::npos);
