@@ -25,10 +25,20 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     return fused_attention(q, k, v, scale, mask);
   }
   // The composed formula, the reference's too, keeping the logits and
-  // weights for the probe.
+  // weights for the probe. composed_attention keeps the logits after the
+  // transform; the probe wants them before (attention.h), so the transform's
+  // input is caught on its way in.
   ComposedAttention kept;
-  Variable out = composed_attention(q, k, v, scale, mask, transform, probe ? &kept : nullptr);
-  if (probe) *probe = {kept.logits, kept.weights, mask};
+  Variable before_transform;
+  ScoreTransform catching = nullptr;
+  if (probe && transform)
+    catching = [&](const Variable& logits) {
+      before_transform = logits;
+      return transform(logits);
+    };
+  Variable out = composed_attention(q, k, v, scale, mask, catching ? catching : transform,
+                                    probe ? &kept : nullptr);
+  if (probe) *probe = {transform ? before_transform : kept.logits, kept.weights, mask};
   return out;
 }
 
@@ -136,6 +146,12 @@ Variable MultiHeadAttention::forward(const Variable& x, const Variable& memory, 
                                                 record_probe ? &probe : nullptr, transform);
   // (B, H, T, D) -> (B, T, H, D) -> (B, T, H*D): the one copy, into row-major.
   return o_proj->forward(reshape(transpose(heads, 1, 2), {b, t, inner_}));
+}
+
+double MultiHeadAttention::logit_factor() const {
+  double factor = config_.scale.value(d_k_);
+  for (const auto& variant : variants_) factor *= variant->logit_factor();
+  return factor;
 }
 
 std::string MultiHeadAttention::describe() const {

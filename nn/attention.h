@@ -28,8 +28,14 @@ namespace gradflow::nn {
 // the weights come from the composed mul, masked_fill
 // and softmax, without one from the fused attention kernel (fused_attention,
 // or with reference_ops() on its composed reference, autograd/reference.h).
+//
+// The logits are scale * q k^T before any score transform (ALiBi's bias,
+// attention_variant.h), the mask and the softmax: what the scale mode made of
+// q and k, so the study's max logit and logit std measure the scale alone
+// whatever the positional scheme. The weights are the softmax's output,
+// after every transform.
 struct AttentionProbe {
-  Variable logits;   // scaled scores before masking and softmax, (B, H, T, S)
+  Variable logits;   // scale * q k^T before score transforms and mask, (B, H, T, S)
   Variable weights;  // softmax output, (B, H, T, S)
   Tensor mask;       // the mask that was applied (1 = hidden), or undefined
 };
@@ -40,8 +46,9 @@ using ScoreTransform = std::function<Variable(const Variable& logits)>;
 // softmax(transform(scale * q k^T), masked) v. `mask` (masks.h: nonzero =
 // hidden) broadcasts to (B, H, T, S); it may be undefined. `scale` is the
 // fixed factor on q k^T (a learned scale is a variant on q, scale_modes.h).
-// `transform`, if given, changes the logits before the mask. A query whose
-// keys are all masked gets zero weights, a zero output and zero gradients.
+// `transform`, if given, changes the logits before the mask (the probe keeps
+// its input). A query whose keys are all masked gets zero weights, a zero
+// output and zero gradients.
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const Tensor& mask, double scale,
                                       AttentionProbe* probe = nullptr,
@@ -110,6 +117,11 @@ class MultiHeadAttention : public Module {
   int64_t heads() const { return config_.heads; }
   int64_t d_k() const { return d_k_; }
   const ScaleMode& scale_mode() const { return config_.scale; }
+  // The factor on q.k now: scale_mode().value(d_k()) times each variant's
+  // logit_factor() (a learned scale as trained so far; log_n and ssmax at
+  // n = max_len). At the start it is scale_mode().start_factor(...) of this
+  // layer's context, within float rounding.
+  double logit_factor() const;
   const AttentionConfig& config() const { return config_; }
 
   // Set record_probe to keep the last forward's logits and weights.

@@ -86,6 +86,13 @@ class AttentionVariant : public Module {
                                     const AttentionPositions& /*at*/) const {
     return logits;
   }
+  // The factor this variant multiplies q.k by now, read from its parameters
+  // (a learned temperature, qk_l2norm's g on unit q and k), so code above nn
+  // (the study's probes) need not know the variant's type: a new variant
+  // that scales q overrides this and is measured at once. One that depends on
+  // the keys a query sees reports it at the length L its layer is built for.
+  // Variants that do not scale (qk_norm, RoPE, ALiBi) keep 1.
+  virtual double logit_factor() const { return 1; }
 };
 
 }  // namespace gradflow::nn

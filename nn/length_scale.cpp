@@ -1,6 +1,8 @@
 #include "nn/length_scale.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "tensor/creation.h"
@@ -39,13 +41,23 @@ Variable log_keys(const AttentionPositions& at, DType dtype) {
 }
 }  // namespace
 
-LogNScale::LogNScale(int64_t head_dim) {
+double log_length(int64_t max_len) {
+  return std::log(static_cast<double>(std::max<int64_t>(2, max_len)));
+}
+
+LogNScale::LogNScale(int64_t head_dim, int64_t max_len) : head_dim_(head_dim), max_len_(max_len) {
   if (head_dim <= 0) fail("log_n: head_dim must be positive, got ", head_dim);
   inv_sqrt_dk_ = 1 / std::sqrt(static_cast<double>(head_dim));
 }
 
 Variable LogNScale::transform_query(const Variable& q, const AttentionPositions& at) const {
   return q * (log_keys(at, q.dtype()) * inv_sqrt_dk_);
+}
+
+// Divided by sqrt(d_k) rather than times inv_sqrt_dk_: the study's figures
+// were computed so, and the two differ in the last bit.
+double LogNScale::logit_factor() const {
+  return log_length(max_len_) / std::sqrt(static_cast<double>(head_dim_));
 }
 
 double ssmax_start(int64_t head_dim, int64_t max_len) {
@@ -56,7 +68,8 @@ double ssmax_start(int64_t head_dim, int64_t max_len) {
   return 1 / (std::sqrt(static_cast<double>(head_dim)) * std::log(static_cast<double>(max_len)));
 }
 
-ScalableSoftmax::ScalableSoftmax(int64_t heads, int64_t head_dim, int64_t max_len, Init init) {
+ScalableSoftmax::ScalableSoftmax(int64_t heads, int64_t head_dim, int64_t max_len, Init init)
+    : max_len_(max_len) {
   if (heads <= 0) fail("ssmax: heads must be positive, got ", heads);
   s = register_parameter("s", full({heads}, ssmax_start(head_dim, max_len), init.dtype));
 }
@@ -66,6 +79,13 @@ Variable ScalableSoftmax::transform_query(const Variable& q, const AttentionPosi
     fail("ssmax: expected q (B, ", s.shape()[0], ", T, D), got ", shape_str(q.shape()));
   // (H) -> (1, H, 1, 1) times log n (..., T, 1): each head's factor per row.
   return q * (reshape(s, {1, s.shape()[0], 1, 1}) * log_keys(at, q.dtype()));
+}
+
+double ScalableSoftmax::logit_factor() const {
+  const std::vector<double> heads = s.data().to_vector();
+  double mean = 0;
+  for (double v : heads) mean += v / static_cast<double>(heads.size());
+  return mean * log_length(max_len_);
 }
 
 }  // namespace gradflow::nn

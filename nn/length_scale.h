@@ -35,14 +35,22 @@ namespace gradflow::nn {
 // at.key_length. Each count is at least 1.
 Tensor visible_keys(const AttentionPositions& at, DType dtype);
 
+// log(max(2, L)): log n at the length L a layer is built for, where the
+// logit factors below are reported. L may be 0 (unknown) for log_n; the
+// floor of 2 keeps the factor positive then.
+double log_length(int64_t max_len);
+
 class LogNScale : public AttentionVariant {
  public:
-  explicit LogNScale(int64_t head_dim);
+  // max_len: the length L the layer is built for, used only by logit_factor.
+  explicit LogNScale(int64_t head_dim, int64_t max_len = 0);
   Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
+  double logit_factor() const override;  // log(max(2, L)) / sqrt(d_k)
   std::string describe() const override { return "LogNScale"; }
 
  private:
   double inv_sqrt_dk_;
+  int64_t head_dim_, max_len_;
 };
 
 class ScalableSoftmax : public AttentionVariant {
@@ -50,8 +58,13 @@ class ScalableSoftmax : public AttentionVariant {
   // REQUIRES: max_len >= 2 (log L > 0), heads and head_dim positive.
   ScalableSoftmax(int64_t heads, int64_t head_dim, int64_t max_len, Init init = {});
   Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
+  // The mean of s over the heads times log L: one number for the layer.
+  double logit_factor() const override;
   std::string describe() const override { return "ScalableSoftmax"; }
   Variable s;  // (H): head h's logits are s[h] log(n) q.k
+
+ private:
+  int64_t max_len_;
 };
 
 // s's starting value: 1/(sqrt(d_k) log L).

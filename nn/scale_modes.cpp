@@ -19,44 +19,86 @@ double one(double, double) { return 1; }
 int64_t one_scalar(int64_t, int64_t) { return 1; }
 int64_t per_head(int64_t heads, int64_t) { return heads; }
 
+// The start factors (ScaleModeEntry::start_factor) of the modes whose
+// variant carries the scale, each the variant's own formula in double.
+// learned and learned_log start at 1/sqrt(d_k) (exp(log(1/sqrt(d_k))) only
+// up to rounding: the exact value is the one meant).
+double start_inv_sqrt(const ScaleContext& c) { return 1 / std::sqrt(static_cast<double>(c.d_k)); }
+double start_qk_l2norm(const ScaleContext& c) { return qk_l2norm_start(c.max_len); }
+double start_log_n(const ScaleContext& c) {
+  return log_length(c.max_len) / std::sqrt(static_cast<double>(c.d_k));
+}
+// 1/sqrt(d_k) up to rounding: s = 1/(sqrt(d_k) log L), times log L.
+double start_ssmax(const ScaleContext& c) {
+  return ssmax_start(c.d_k, c.max_len) * log_length(c.max_len);
+}
+
 }  // namespace
 
 const std::vector<ScaleModeEntry>& scale_modes() {
   static const std::vector<ScaleModeEntry> table = {
-      {"inv_sqrt_dk", "1/sqrt(d_k), Vaswani et al. (the default)", inv_sqrt},
-      {"none", "1: no scaling", one},
-      {"inv_dk", "1/d_k, as muP", [](double d_k, double) { return 1 / d_k; }},
-      {"inv_2sqrt_dk", "1/(2 sqrt(d_k))", [](double d_k, double) { return 0.5 / std::sqrt(d_k); }},
-      {"const", "a constant, const:<value>", [](double, double c) { return c; }},
-      {"learned", "q times a learned scalar started at 1/sqrt(d_k)", one,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+      {.name = "inv_sqrt_dk",
+       .summary = "1/sqrt(d_k), Vaswani et al. (the default)",
+       .factor = inv_sqrt},
+      {.name = "none", .summary = "1: no scaling", .factor = one},
+      {.name = "inv_dk",
+       .summary = "1/d_k, as muP",
+       .factor = [](double d_k, double) { return 1 / d_k; }},
+      {.name = "inv_2sqrt_dk",
+       .summary = "1/(2 sqrt(d_k))",
+       .factor = [](double d_k, double) { return 0.5 / std::sqrt(d_k); }},
+      {.name = "const",
+       .summary = "a constant, const:<value>",
+       .factor = [](double, double c) { return c; },
+       .takes_value = true},
+      {.name = "learned",
+       .summary = "q times a learned scalar started at 1/sqrt(d_k)",
+       .factor = one,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
          return std::make_shared<LearnedScale>(c.d_k, c.init);
        },
-       one_scalar},
-      {"learned_log", "q times exp(t), t learned, started at log(1/sqrt(d_k))", one,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+       .start_factor = start_inv_sqrt,
+       .parameters = one_scalar},
+      {.name = "learned_log",
+       .summary = "q times exp(t), t learned, started at log(1/sqrt(d_k))",
+       .factor = one,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
          return std::make_shared<LearnedLogScale>(c.d_k, c.init);
        },
-       one_scalar},
-      {"qk_norm", "LayerNorm on q and k, then 1/sqrt(d_k) (Dehghani et al. 2023)", inv_sqrt,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+       .start_factor = start_inv_sqrt,
+       .parameters = one_scalar},
+      {.name = "qk_norm",
+       .summary = "LayerNorm on q and k, then 1/sqrt(d_k) (Dehghani et al. 2023)",
+       .factor = inv_sqrt,
+       .qk_normalisation = QkNormalisation::LayerNorm,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
          return std::make_shared<QkNorm>(c.d_k, LayerNormOptions{}, c.init);
        },
-       [](int64_t, int64_t d_k) { return 4 * d_k; }},
-      {"qk_l2norm", "q, k L2-normalised, q times learned g (Henry et al. 2020)", one,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+       .parameters = [](int64_t, int64_t d_k) { return 4 * d_k; }},
+      {.name = "qk_l2norm",
+       .summary = "q, k L2-normalised, q times learned g (Henry et al. 2020)",
+       .factor = one,
+       .qk_normalisation = QkNormalisation::L2,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
          return std::make_shared<QkL2Norm>(c.max_len, c.init);
        },
-       one_scalar},
-      {"log_n", "q times log(n)/sqrt(d_k), n the keys a query sees", one,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
-         return std::make_shared<LogNScale>(c.d_k);
-       }},
-      {"ssmax", "q times s log(n), s learned per head (Nakanishi 2025)", one,
-       [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+       .start_factor = start_qk_l2norm,
+       .parameters = one_scalar},
+      {.name = "log_n",
+       .summary = "q times log(n)/sqrt(d_k), n the keys a query sees",
+       .factor = one,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
+         return std::make_shared<LogNScale>(c.d_k, c.max_len);
+       },
+       .start_factor = start_log_n},
+      {.name = "ssmax",
+       .summary = "q times s log(n), s learned per head (Nakanishi 2025)",
+       .factor = one,
+       .variant = [](const ScaleContext& c) -> std::shared_ptr<AttentionVariant> {
          return std::make_shared<ScalableSoftmax>(c.heads, c.d_k, c.max_len, c.init);
        },
-       per_head},
+       .start_factor = start_ssmax,
+       .parameters = per_head},
   };
   return table;
 }
@@ -66,7 +108,7 @@ std::string scale_mode_names() {
   for (const auto& e : scale_modes()) {
     if (!out.empty()) out += ", ";
     out += e.name;
-    if (std::strcmp(e.name, "const") == 0) out += ":<value>";
+    if (e.takes_value) out += ":<value>";
   }
   return out;
 }
@@ -89,34 +131,35 @@ ScaleMode::ScaleMode(const char* name) {
 }
 
 ScaleMode ScaleMode::parse(const std::string& name) {
-  ScaleMode mode;
-  if (name.rfind("const:", 0) == 0) {
-    std::string number = name.substr(6);
-    char* end = nullptr;
-    double value = std::strtod(number.c_str(), &end);
-    if (number.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
-      fail("scale mode: '", name, "' needs a positive number after const:, e.g. const:0.125");
-    // Attention runs in float32: a larger scale would be infinity there.
-    if (value > std::numeric_limits<float>::max())
-      fail("scale mode: '", name, "': ", number, " does not fit in float32 (at most 3.4e38)");
-    mode.entry_ = find_entry("const");
-    mode.constant_ = value;
-    return mode;
-  }
-  const ScaleModeEntry* entry = name == "const" ? nullptr : find_entry(name.c_str());
-  if (entry == nullptr)
+  // "name" or, for a mode that takes a value, "name:<value>".
+  const size_t colon = name.find(':');
+  const std::string base = name.substr(0, colon);
+  const ScaleModeEntry* entry = find_entry(base.c_str());
+  if (entry == nullptr || entry->takes_value != (colon != std::string::npos))
     fail("scale mode: unknown '", name, "' (expected one of ", scale_mode_names(), ")");
+  ScaleMode mode;
   mode.entry_ = entry;
+  if (!entry->takes_value) return mode;
+  std::string number = name.substr(colon + 1);
+  char* end = nullptr;
+  double value = std::strtod(number.c_str(), &end);
+  if (number.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
+    fail("scale mode: '", name, "' needs a positive number after ", base, ":, e.g. ", base,
+         ":0.125");
+  // Attention runs in float32: a larger scale would be infinity there.
+  if (value > std::numeric_limits<float>::max())
+    fail("scale mode: '", name, "': ", number, " does not fit in float32 (at most 3.4e38)");
+  mode.constant_ = value;
   return mode;
 }
 
 std::string ScaleMode::name() const {
-  if (!is("const")) return entry_->name;
+  if (!entry_->takes_value) return entry_->name;
   // Shortest text that reads back to the same double, so a mode written to
   // a log or checkpoint parses back exactly.
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, constant_);
-  return "const:" + std::string(buf, ec == std::errc() ? end : buf);
+  return entry_->name + (":" + std::string(buf, ec == std::errc() ? end : buf));
 }
 
 bool ScaleMode::is(const char* entry_name) const {
@@ -125,6 +168,10 @@ bool ScaleMode::is(const char* entry_name) const {
 
 double ScaleMode::value(int64_t d_k) const {
   return entry_->factor(static_cast<double>(d_k), constant_);
+}
+
+double ScaleMode::start_factor(const ScaleContext& context) const {
+  return entry_->start_factor ? entry_->start_factor(context) : value(context.d_k);
 }
 
 std::shared_ptr<AttentionVariant> ScaleMode::make_variant(const ScaleContext& context) const {

@@ -12,9 +12,18 @@
 // A mode is a fixed factor on the scores (the fused kernel's
 // scale, a function of d_k) and, if it needs more than a number, an
 // AttentionVariant (attention_variant.h) that transforms q and k. Flags,
-// validation, model building, checkpoint metadata and the memory estimate
-// all read the table (scale_modes()), so a new mode is one entry there and,
-// if it learns or depends on position, one variant file.
+// validation, model building, checkpoint metadata, the memory estimate and
+// the study all read the table (scale_modes()), so a new mode is one entry
+// there and, if it learns or depends on position, one variant file whose
+// logit_factor() reports the factor it puts on q.k. The entry's columns
+// (ScaleModeEntry below) say everything code above nn needs, so nothing
+// there tests a mode's name or its variant's type:
+//   takes_value        written name:<value> (const:0.125)
+//   qk_normalisation   how q and k are normalised before their product
+//   transforms_scores  the variant changes the logits (the layer then takes
+//                      the composed path, which the memory estimate counts)
+//   start_factor       the factor on q.k of a freshly built layer
+//   parameters         learned parameters per layer
 //
 // The modes (names as used in files and flags):
 //   inv_sqrt_dk    1/sqrt(d_k), Vaswani et al.; the default
@@ -55,16 +64,32 @@ struct ScaleContext {
   Init init = {};
 };
 
-// One row of the table.
+// How a mode normalises q and k (over D, per head) before their product.
+enum class QkNormalisation { None, LayerNorm, L2 };
+
+// One row of the table. Rows are written with designated initialisers; a
+// column left out takes the default below.
 struct ScaleModeEntry {
-  const char* name;     // as in flags and files; "const" takes ":<value>"
+  const char* name;     // as in flags and files
   const char* summary;  // one line, for --help and errors
-  // The fixed factor on q.k given d_k and, for const, its value. 1 when the
-  // variant carries the scale.
-  double (*factor)(double d_k, double constant);
+  // The fixed factor on q.k given d_k and, for a mode that takes a value,
+  // that value. 1 when the variant carries the scale.
+  double (*factor)(double d_k, double value);
+  // Written name:<value>, the value reaching `factor` (const:0.125); the
+  // bare name is refused.
+  bool takes_value = false;
+  QkNormalisation qk_normalisation = QkNormalisation::None;
   // The variant the mode adds to each attention layer, registered as the
   // child named after the mode ("self_attn.ssmax.s"); null if none.
   std::shared_ptr<AttentionVariant> (*variant)(const ScaleContext&) = nullptr;
+  // True if that variant's transforms_scores() is: the layer leaves the
+  // fused kernel, keeping (B, H, T, S) tensors the memory estimate counts.
+  bool transforms_scores = false;
+  // The factor on q.k of a freshly built layer, fixed factor and variant
+  // together, as an exact formula (not read back from float parameters);
+  // what MultiHeadAttention::logit_factor() reads at the start, within float
+  // rounding. Null: the fixed factor, factor(d_k, value).
+  double (*start_factor)(const ScaleContext&) = nullptr;
   // Learned parameters per layer (for the memory estimate); 0 if none.
   int64_t (*parameters)(int64_t heads, int64_t d_k) = nullptr;
 };
@@ -75,7 +100,7 @@ const std::vector<ScaleModeEntry>& scale_modes();
 // "inv_sqrt_dk, none, ..., const:<value>, ...": the names, for help texts.
 std::string scale_mode_names();
 
-// A mode chosen from the table, with const's value.
+// A mode chosen from the table, with its value if it takes one (const's).
 struct ScaleMode {
   // The default, inv_sqrt_dk.
   ScaleMode();
@@ -87,14 +112,21 @@ struct ScaleMode {
   ScaleMode(const char* name);
 
   static ScaleMode parse(const std::string& name);  // throws on an unknown name
-  // The name that parses back to this mode; for const the shortest text of
-  // its value that reads back to the same double.
+  // The name that parses back to this mode; for a mode that takes a value
+  // the shortest text of its value that reads back to the same double.
   std::string name() const;
-  bool is(const char* entry_name) const;  // is("qk_norm"); is("const") for any const:<v>
+  // is("qk_norm"); is("const") for any const:<v>. For tests: other code
+  // reads the entry's columns instead.
+  bool is(const char* entry_name) const;
   const ScaleModeEntry& entry() const { return *entry_; }
-  double constant() const { return constant_; }  // const's value, else 0
+  double constant() const { return constant_; }  // the value it takes, else 0
   // The fixed factor on q.k for d_k (1 for the modes whose variant scales q).
   double value(int64_t d_k) const;
+  // The whole factor on q.k of a layer built in `context`, before training:
+  // 1/sqrt(d_k) for learned, log2(L^2 - L) for qk_l2norm, and so on
+  // (ScaleModeEntry::start_factor). Throws where building the variant would
+  // (qk_l2norm and ssmax need max_len >= 2).
+  double start_factor(const ScaleContext& context) const;
   // This mode's variant for a layer, or null.
   std::shared_ptr<AttentionVariant> make_variant(const ScaleContext& context) const;
   int64_t parameters(int64_t heads, int64_t d_k) const;
@@ -105,7 +137,7 @@ struct ScaleMode {
 
  private:
   const ScaleModeEntry* entry_;
-  double constant_ = 0;  // const's value
+  double constant_ = 0;  // the value, for a mode that takes one
 };
 
 }  // namespace gradflow::nn

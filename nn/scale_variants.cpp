@@ -29,6 +29,8 @@ Variable QkL2Norm::transform_key(const Variable& k, const AttentionPositions&) c
   return l2_normalize(k);
 }
 
+double QkL2Norm::logit_factor() const { return g.data().item(); }
+
 LearnedScale::LearnedScale(int64_t head_dim, Init init) {
   if (head_dim <= 0) fail("learned: head_dim must be positive, got ", head_dim);
   scale = register_parameter("scale",
@@ -39,6 +41,8 @@ Variable LearnedScale::transform_query(const Variable& q, const AttentionPositio
   return q * scale;
 }
 
+double LearnedScale::logit_factor() const { return scale.data().item(); }
+
 LearnedLogScale::LearnedLogScale(int64_t head_dim, Init init) {
   if (head_dim <= 0) fail("learned_log: head_dim must be positive, got ", head_dim);
   log_scale = register_parameter(
@@ -48,5 +52,7 @@ LearnedLogScale::LearnedLogScale(int64_t head_dim, Init init) {
 Variable LearnedLogScale::transform_query(const Variable& q, const AttentionPositions&) const {
   return q * exp(log_scale);
 }
+
+double LearnedLogScale::logit_factor() const { return std::exp(log_scale.data().item()); }
 
 }  // namespace gradflow::nn

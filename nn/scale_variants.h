@@ -35,6 +35,7 @@ class QkL2Norm : public AttentionVariant {
   explicit QkL2Norm(int64_t max_len, Init init = {});
   Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
   Variable transform_key(const Variable& k, const AttentionPositions& at) const override;
+  double logit_factor() const override;  // g: the logits are g cos(q, k)
   std::string describe() const override { return "QkL2Norm"; }
   Variable g;  // shape (1)
 };
@@ -43,6 +44,7 @@ class LearnedScale : public AttentionVariant {
  public:
   explicit LearnedScale(int64_t head_dim, Init init = {});
   Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
+  double logit_factor() const override;  // the scale
   std::string describe() const override { return "LearnedScale"; }
   Variable scale;  // shape (1)
 };
@@ -51,6 +53,7 @@ class LearnedLogScale : public AttentionVariant {
  public:
   explicit LearnedLogScale(int64_t head_dim, Init init = {});
   Variable transform_query(const Variable& q, const AttentionPositions& at) const override;
+  double logit_factor() const override;  // exp(t)
   std::string describe() const override { return "LearnedLogScale"; }
   Variable log_scale;  // t, shape (1): the scale is exp(t)
 };
