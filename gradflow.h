@@ -44,3 +44,4 @@
 #include "nn/io/safetensors.h"
 #include "nn/optim/optim.h"
 #include "nn/optim/schedule.h"
+#include "nn/optim/training_step.h"

@@ -135,8 +135,10 @@ TrainingStep make_training_step(const Workload& w, int64_t parts, Generator& gen
   }
   const bool study = !w.task.empty();
   // The study's AdamW (training_run.cpp) or WORKLOADS.md's.
-  auto opt = study ? std::make_shared<nn::AdamW>(model->parameters(), 3e-3, 0.9, 0.98, 1e-9, 0.0)
-                   : std::make_shared<nn::AdamW>(model->parameters(), 1e-3, 0.9, 0.999, 1e-8, 0.01);
+  auto opt = study ? std::make_shared<nn::AdamW>(model->parameters(), 3e-3,
+                                                 nn::AdamWSettings::attention_paper())
+                   : std::make_shared<nn::AdamW>(model->parameters(), 1e-3,
+                                                 nn::AdamWSettings::pytorch(0.01));
   const int64_t ignore = study ? nn::kPadToken : -100;
   const Batch batch = make_workload_batch(w, gen);
 

@@ -61,7 +61,8 @@ nn::ModelConfig TrainingProgram::prepare(int64_t vocab, int64_t max_len, Trainin
 
 int TrainingProgram::train(nn::Module& model, const Hooks& hooks, const Report& report) {
   if (!config_) throw std::logic_error(name_ + ": train before prepare");
-  nn::AdamW optimizer(model.parameters(), flags_.lr, 0.9, 0.999, 1e-8, flags_.weight_decay);
+  nn::AdamW optimizer(model.parameters(), flags_.lr,
+                      nn::AdamWSettings::pytorch(flags_.weight_decay));
   std::cout << "  " << flags_.steps << " steps of " << flags_.batch << " " << report.batch_of
             << ", " << schedule_->describe(cli::number_text)
             << (report.held_out.empty() ? "" : "; " + report.held_out) << "; output in "

@@ -101,7 +101,7 @@ class TrainingProgram {
   // (prepare_run, held until the program ends), and makes the schedule.
   nn::ModelConfig prepare(int64_t vocab, int64_t max_len, TrainingShape shape);
 
-  // Trains `model` with AdamW (betas 0.9, 0.999, eps 1e-8, --weight-decay),
+  // Trains `model` with AdamW (nn::AdamWSettings::pytorch(--weight-decay)),
   // after printing the header's second line, and returns the exit code: a
   // run that did not finish returns exit_code's; a finished one is evaluated
   // if no evaluation ran (a resumed run already at --steps), then reported

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <sstream>
 
 #include "autograd/data_parallel.h"
@@ -14,6 +13,7 @@
 #include "examples/common/signals.h"
 #include "examples/common/step_graph.h"
 #include "nn/io/atomic_file.h"
+#include "nn/optim/training_step.h"
 
 namespace gradflow::examples {
 namespace {
@@ -100,31 +100,23 @@ LoopOptions loop_options(const CommonFlags& f) {
 
 namespace {
 
-// One update: lr from the schedule, forward, backward, clip, AdamW; a
-// non-finite loss or gradient norm leaves the parameters as they were.
-StepInfo take_step(nn::Optimizer& optimizer, const nn::LrSchedule& schedule, double clip,
-                   int64_t parts, const Hooks& hooks, int64_t step) {
-  StepInfo info{.step = step, .lr = schedule.lr_at(optimizer.step_count())};
-  optimizer.set_lr(info.lr);
+// One update: forward and backward of the batch's parts, then nn::training_step (lr from the
+// schedule, clip, the non-finite policy, the optimizer's step).
+StepInfo take_step(nn::Optimizer& optimizer, const nn::LrSchedule& schedule,
+                   const nn::StepOptions& step_options, int64_t parts, const Hooks& hooks,
+                   int64_t step) {
   optimizer.zero_grad();
   const PartLoss part_loss = hooks.batch();
   // Parts whose loss is not finite are not backpropagated; then the step is
-  // skipped below and the others' gradients are dropped.
-  info.loss = 0;
+  // skipped and the others' gradients are dropped.
+  StepInfo info{.step = step, .loss = 0};
   for (double loss :
        backward_in_parallel(parts, [&](int64_t part) { return part_loss(part, parts); }))
     info.loss += loss;
-  info.grad_norm = std::nan("");
-  if (std::isfinite(info.loss)) {
-    // With no clipping, a bound no finite norm exceeds: only the norm.
-    info.grad_norm = nn::clip_grad_norm(optimizer.params(),
-                                        clip > 0 ? clip : std::numeric_limits<double>::max());
-  }
-  info.skipped = !std::isfinite(info.loss) || !std::isfinite(info.grad_norm);
-  if (info.skipped)
-    optimizer.zero_grad();
-  else
-    optimizer.step();
+  const nn::StepReport report = nn::training_step(optimizer, schedule, info.loss, step_options);
+  info.lr = report.lr;
+  info.grad_norm = report.grad_norm;
+  info.skipped = !report.updated;
   return info;
 }
 
@@ -229,6 +221,11 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     return true;
   };
 
+  // A non-finite loss or gradient norm skips the update; --stop-on-nan also ends the run.
+  const nn::StepOptions step_options{.clip = options.clip,
+                                     .non_finite = options.stop_on_nan
+                                                       ? nn::NonFinitePolicy::kSkipAndStop
+                                                       : nn::NonFinitePolicy::kSkip};
   cli::StopSignals stop_signals;
   std::string eval_text;  // the last evaluation, shown beside the loss
   int64_t skipped_in_a_row = 0, session_steps = 0;
@@ -243,7 +240,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
           value_or(options.metadata, "program") + ": the graph of training step " +
               std::to_string(options.graph.step) + ", edges labelled with the gradient's norm"));
     const StepInfo info =
-        take_step(optimizer, schedule, options.clip, options.parts, hooks, ++result.step);
+        take_step(optimizer, schedule, step_options, options.parts, hooks, ++result.step);
     ++session_steps;
     result.last_loss = info.loss;
     skipped_in_a_row = info.skipped ? skipped_in_a_row + 1 : 0;

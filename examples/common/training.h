@@ -8,12 +8,13 @@
 //             by parts (PartLoss)
 //   evaluate  (optional) held-out metrics, one per LoopOptions::metrics
 //
-// Each step: lr from the schedule at the optimizer's update count, forward
-// and backward of LoopOptions::parts parts of the batch at once, one per
-// thread (autograd/data_parallel.h), clip (which also measures the gradient
-// norm), AdamW. A
-// non-finite loss or gradient norm skips the update (parameters untouched)
-// and says so; with stop_on_nan it ends the run instead, and after
+// Each step: forward and backward of LoopOptions::parts parts of the batch
+// at once, one per thread (autograd/data_parallel.h), then
+// nn::training_step (nn/optim/training_step.h): lr from the schedule at the
+// optimizer's update count, clip (which also measures the gradient norm),
+// the optimizer's update. A non-finite loss or gradient norm skips the update
+// (parameters untouched, NonFinitePolicy::kSkip) and says so; with
+// stop_on_nan it ends the run instead (kSkipAndStop), and after
 // max_skipped_steps skipped steps in a row (or a session whose every step was
 // skipped) it ends as kTooManySkipped. In the output directory:
 //   log.csv                  step,loss,lr,grad_norm,skipped,<metrics>

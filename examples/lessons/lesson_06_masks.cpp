@@ -71,7 +71,7 @@ struct Trained {
 // `example` (1, kLen): the sequence whose attention is kept.
 Trained train(bool causal, const Tensor& example, Generator& gen) {
   nn::DecoderLM model(tiny_lm(kSymbols + 1, kLen), gen);
-  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, 0.9, 0.98, 1e-9, /*weight_decay=*/0.0);
+  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, nn::AdamWSettings::attention_paper());
   for (int step = 1; step <= 300; ++step) {
     Tensor ids = sort_sequences(32, gen);
     Variable logits = lm_forward(model, ids.narrow(1, 0, kLen - 1), causal);

@@ -43,7 +43,7 @@ nn::ModelConfig tiny_seq2seq(int64_t vocab, int64_t max_len, int64_t heads) {
 // The training loop of examples/minimal_train.cpp.
 template <class MakeBatch>
 void train(nn::EncoderDecoder& model, int steps, MakeBatch make_batch, Generator& gen) {
-  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, 0.9, 0.98, 1e-9, /*weight_decay=*/0.0);
+  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, nn::AdamWSettings::attention_paper());
   for (int step = 1; step <= steps; ++step) {
     nn::Seq2SeqBatch batch = make_batch(gen);
     Variable logits = model.forward(batch.src, batch.tgt_in, batch.src_pad);

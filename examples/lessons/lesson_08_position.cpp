@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
   const std::vector<std::string> schemes = {"none", "learned"};
   for (size_t s = 0; s < schemes.size(); ++s) {
     nn::EncoderClassifier model(kSymbols, tiny(schemes[s]), gen);
-    nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, 0.9, 0.98, 1e-9, /*weight_decay=*/0.0);
+    nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, nn::AdamWSettings::attention_paper());
     const Batch held_out = first_token_batch(2000, gen);
     for (int step = 0; step <= 200; ++step) {
       if (step % 10 == 0) {

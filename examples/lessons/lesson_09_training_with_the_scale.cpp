@@ -62,7 +62,8 @@ Run train(const std::string& scale, const std::string& optimizer_name, int64_t s
   // The same learning rates for both scales: each optimizer's usual one.
   std::unique_ptr<nn::Optimizer> optimizer;
   if (optimizer_name == "AdamW")
-    optimizer = std::make_unique<nn::AdamW>(model.parameters(), 3e-3, 0.9, 0.98, 1e-9, 0.0);
+    optimizer =
+        std::make_unique<nn::AdamW>(model.parameters(), 3e-3, nn::AdamWSettings::attention_paper());
   else
     optimizer = std::make_unique<nn::SGD>(model.parameters(), 0.3, 0.9);
 

@@ -1,6 +1,6 @@
-// Optimizers and gradient clipping. The update formulas are on the declarations in optim.h; here
-// each is one loop over a parameter's n contiguous elements, in the parameter's dtype T. Adam's
-// (and so AdamW's) has its reference beside it: the same formulas from whole-tensor ops.
+// The optimizers' common part (parameter groups, the step, the state), SGD and gradient clipping.
+// The update formulas are on the declarations in optim.h; here each is one loop over a parameter's
+// n contiguous elements, in the parameter's dtype T. Adam and AdamW are in adam.cpp.
 #include "nn/optim/optim.h"
 
 #include <algorithm>
@@ -10,31 +10,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/reference.h"
+#include "nn/optim/optim_checks.h"
 #include "tensor/creation.h"
-#include "tensor/elementwise.h"
-#include "tensor/kernels/cpu_dispatch.h"
 #include "tensor/kernels/lanes.h"
 
 namespace gradflow::nn {
 
 namespace {
-
-// visit_float compiled for each CPU (tensor/kernels/cpu_dispatch.h), the
-// body's loop inlined: Adam's update vectorises for the CPU it runs on.
-template <class Fn>
-void visit_float_for_this_cpu(DType t, std::string_view op, const Fn& fn) {
-  run_for_this_cpu([&] { visit_float(t, op, fn); });
-}
-
-// Throws unless v is finite and >= 0; `what` names the hyperparameter.
-void check_non_negative(std::string_view op, std::string_view what, double v) {
-  if (!(v >= 0) || !std::isfinite(v)) fail(op, ": ", what, " must be finite and >= 0, got ", v);
-}
-
-void check_beta(std::string_view op, std::string_view what, double v) {
-  if (!(v >= 0 && v < 1)) fail(op, ": ", what, " must be in [0, 1), got ", v);
-}
 
 // A new contiguous tensor of the parameters' update counts, or of one count when shape is ().
 Tensor int64_tensor(const std::vector<int64_t>& values, const Shape& shape) {
@@ -61,25 +43,46 @@ struct Slot {
 
 // ---- Optimizer ------------------------------------------------------------
 
-Optimizer::Optimizer(std::string name, std::vector<Variable> params, double lr)
-    : name_(std::move(name)), params_(std::move(params)), param_steps_(params_.size(), 0) {
-  if (params_.empty()) fail(name_, ": got an empty parameter list");
+Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr)
+    : name_(std::move(name)) {
+  if (groups.empty()) fail(name_, ": got no parameter groups");
   std::unordered_set<const VariableImpl*> seen;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Variable& p = params_[i];
-    if (!p.defined()) fail(name_, ": parameter ", i, " is undefined");
-    if (!p.is_leaf())
-      fail(name_, ": parameter ", i, " is not a leaf (it was made by '", p.grad_fn_name(),
-           "'); pass the leaves it is computed from");
-    if (p.dtype() == DType::Int64)
-      fail(name_, ": parameter ", i, " is int64; only float32 and float64 can be optimized");
-    if (!p.data().is_contiguous())
-      fail(name_, ": parameter ", i, " of shape ", shape_str(p.shape()),
-           " is not contiguous; pass a contiguous copy");
-    if (!seen.insert(p.impl().get()).second)
-      fail(name_, ": parameter ", i, " appears earlier in the list too");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    // The group named only where there are groups: a plain list's messages read as they did.
+    const bool named = groups.size() > 1;
+    const std::string which = named ? " (group " + std::to_string(g) + ")" : "";
+    if (groups[g].params.empty())
+      fail(name_, ": got an empty parameter list", named ? " in group " + std::to_string(g) : "");
+    check_non_negative(name_, named ? "lr_factor of group " + std::to_string(g) : "lr_factor",
+                       groups[g].lr_factor);
+    for (Variable& p : groups[g].params) {
+      const size_t i = params_.size();
+      if (!p.defined()) fail(name_, ": parameter ", i, which, " is undefined");
+      if (!p.is_leaf())
+        fail(name_, ": parameter ", i, which, " is not a leaf (it was made by '", p.grad_fn_name(),
+             "'); pass the leaves it is computed from");
+      if (p.dtype() == DType::Int64)
+        fail(name_, ": parameter ", i, which,
+             " is int64; only float32 and float64 can be optimized");
+      if (!p.data().is_contiguous())
+        fail(name_, ": parameter ", i, which, " of shape ", shape_str(p.shape()),
+             " is not contiguous; pass a contiguous copy");
+      if (!seen.insert(p.impl().get()).second)
+        fail(name_, ": parameter ", i, which, " appears earlier in the list too");
+      params_.push_back(std::move(p));
+      group_of_.push_back(g);
+    }
+    lr_factors_.push_back(groups[g].lr_factor);
+    group_sizes_.push_back(static_cast<int64_t>(groups[g].params.size()));
   }
+  param_steps_.assign(params_.size(), 0);
   set_lr(lr);
+}
+
+double Optimizer::lr_factor(size_t group) const {
+  if (group >= lr_factors_.size())
+    fail(name_, ".lr_factor: group ", group, " out of range (", lr_factors_.size(), " groups)");
+  return lr_factors_[group];
 }
 
 void Optimizer::set_lr(double lr) {
@@ -102,7 +105,9 @@ void Optimizer::step() {
     grads[i] = g.contiguous();  // g itself unless a user's set_grad gave a strided view
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (grads[i].defined()) update(i, params_[i].data(), grads[i], ++param_steps_[i]);
+    // In double, as a second optimizer at lr * factor would be given it (lr * 1 is lr).
+    const double lr = lr_ * lr_factors_[group_of_[i]];
+    if (grads[i].defined()) update(i, params_[i].data(), grads[i], ++param_steps_[i], lr);
   }
   ++step_count_;
 }
@@ -117,6 +122,13 @@ NamedTensors Optimizer::state() const {
   out.emplace_back("lr", scalar_tensor(lr_, DType::Float64));
   for (const auto& [key, value] : hyperparameters())
     out.emplace_back(key, scalar_tensor(value, DType::Float64));
+  if (grouped()) {
+    const int64_t groups = static_cast<int64_t>(lr_factors_.size());
+    Tensor factors = Tensor::empty({groups}, DType::Float64);
+    std::copy(lr_factors_.begin(), lr_factors_.end(), factors.data<double>());
+    out.emplace_back("lr_factors", std::move(factors));
+    out.emplace_back("group_sizes", int64_tensor(group_sizes_, {groups}));
+  }
   out.emplace_back("param_steps",
                    int64_tensor(param_steps_, {static_cast<int64_t>(param_steps_.size())}));
   for (const auto& [key, buffer] : buffers()) out.emplace_back(key, buffer.clone());
@@ -131,19 +143,33 @@ void Optimizer::load_state(const NamedTensors& state) {
   // The layout state() would produce.
   std::vector<Slot> slots{{"step", {}, DType::Int64}, {"lr", {}, DType::Float64}};
   for (const auto& [key, value] : hyper) slots.push_back({key, {}, DType::Float64});
+  const int64_t groups = static_cast<int64_t>(lr_factors_.size());
+  if (grouped()) {
+    slots.push_back({"lr_factors", {groups}, DType::Float64});
+    slots.push_back({"group_sizes", {groups}, DType::Int64});
+  }
   slots.push_back({"param_steps", {static_cast<int64_t>(params_.size())}, DType::Int64});
   for (const auto& [key, buffer] : live) slots.push_back({key, buffer.shape(), buffer.dtype()});
 
   std::unordered_map<std::string_view, const Slot*> by_name;
   for (const Slot& s : slots) by_name.emplace(s.name, &s);
   std::unordered_map<std::string_view, const Tensor*> given;
+  // A state with groups into a plain optimizer, or the other way round: say which was built.
+  const std::string groups_hint =
+      grouped() ? "; the state is of an optimizer with one list at factor 1, this one has groups"
+                : "; the state is of an optimizer with parameter groups, this one has one list "
+                  "at factor 1";
   for (const auto& [key, t] : state) {
-    if (!by_name.count(key)) fail(op, ": unexpected key \"", key, "\"");
+    if (!by_name.count(key))
+      fail(op, ": unexpected key \"", key, "\"",
+           key == "lr_factors" || key == "group_sizes" ? groups_hint : "");
     if (!given.emplace(key, &t).second) fail(op, ": duplicate key \"", key, "\"");
   }
   for (const Slot& s : slots) {
     auto it = given.find(s.name);
-    if (it == given.end()) fail(op, ": missing key \"", s.name, "\"");
+    if (it == given.end())
+      fail(op, ": missing key \"", s.name, "\"",
+           s.name == "lr_factors" || s.name == "group_sizes" ? groups_hint : "");
     const Tensor& t = *it->second;
     if (!t.defined()) fail(op, ": \"", s.name, "\" is an undefined tensor");
     if (t.shape() != s.shape || t.dtype() != s.dtype)
@@ -162,6 +188,21 @@ void Optimizer::load_state(const NamedTensors& state) {
     if (saved != value)
       fail(op, ": \"", key, "\" is ", number(saved), " in the state but ", number(value),
            " in this optimizer; build the optimizer with the saved value");
+  }
+  if (grouped()) {
+    const Tensor factors = tensor("lr_factors").contiguous();
+    const Tensor sizes = tensor("group_sizes").contiguous();
+    for (int64_t g = 0; g < groups; ++g) {
+      const double saved = factors.data<double>()[g];
+      if (saved != lr_factors_[g])
+        fail(op, ": \"lr_factors\" of group ", g, " is ", number(saved), " in the state but ",
+             number(lr_factors_[g]),
+             " in this optimizer; build the optimizer with the saved groups");
+      if (sizes.data<int64_t>()[g] != group_sizes_[g])
+        fail(op, ": \"group_sizes\" of group ", g, " is ", sizes.data<int64_t>()[g],
+             " in the state but ", group_sizes_[g],
+             " in this optimizer; build the optimizer with the saved groups");
+    }
   }
   const Tensor counts = tensor("param_steps").contiguous();
   const int64_t* c = counts.data<int64_t>();
@@ -185,7 +226,11 @@ void Optimizer::load_state(const NamedTensors& state) {
 
 SGD::SGD(std::vector<Variable> params, double lr, double momentum, bool nesterov,
          double weight_decay)
-    : Optimizer("SGD", std::move(params), lr),
+    : SGD(std::vector<ParamGroup>{{std::move(params)}}, lr, momentum, nesterov, weight_decay) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool nesterov,
+         double weight_decay)
+    : Optimizer("SGD", std::move(groups), lr),
       momentum_(momentum),
       weight_decay_(weight_decay),
       nesterov_(nesterov) {
@@ -209,13 +254,13 @@ NamedTensors SGD::buffers() const {
   return out;
 }
 
-void SGD::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
+void SGD::update(size_t i, const Tensor& p, const Tensor& g, int64_t t, double lr_now) {
   visit_float(p.dtype(), "SGD.step", [&](auto zero) {
     using T = decltype(zero);
     const int64_t n = p.numel();
     T* pd = p.data<T>();
     const T* gd = g.data<T>();
-    const T lr = static_cast<T>(this->lr()), mu = static_cast<T>(momentum_),
+    const T lr = static_cast<T>(lr_now), mu = static_cast<T>(momentum_),
             wd = static_cast<T>(weight_decay_);
     const bool decay = weight_decay_ != 0;
     if (momentum_ == 0) {
@@ -235,101 +280,6 @@ void SGD::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
       pd[k] = pd[k] - lr * dk;
     }
   });
-}
-
-// ---- Adam and AdamW -------------------------------------------------------
-
-Adam::Adam(std::vector<Variable> params, double lr, double beta1, double beta2, double eps,
-           double weight_decay)
-    : Adam("Adam", std::move(params), lr, beta1, beta2, eps, weight_decay, false) {}
-
-Adam::Adam(std::string name, std::vector<Variable> params, double lr, double beta1, double beta2,
-           double eps, double weight_decay, bool decoupled)
-    : Optimizer(name, std::move(params), lr),
-      beta1_(beta1),
-      beta2_(beta2),
-      eps_(eps),
-      weight_decay_(weight_decay),
-      decoupled_(decoupled) {
-  check_beta(name, "beta1", beta1);
-  check_beta(name, "beta2", beta2);
-  check_non_negative(name, "eps", eps);
-  check_non_negative(name, "weight_decay", weight_decay);
-  for (const Variable& p : this->params()) {
-    exp_avg_.push_back(zeros_like(p.data()));
-    exp_avg_sq_.push_back(zeros_like(p.data()));
-  }
-}
-
-AdamW::AdamW(std::vector<Variable> params, double lr, double beta1, double beta2, double eps,
-             double weight_decay)
-    : Adam("AdamW", std::move(params), lr, beta1, beta2, eps, weight_decay, true) {}
-
-std::vector<std::pair<std::string, double>> Adam::hyperparameters() const {
-  return {{"beta1", beta1_},
-          {"beta2", beta2_},
-          {"eps", eps_},
-          {"weight_decay", weight_decay_},
-          {"decoupled_weight_decay", decoupled_ ? 1 : 0}};
-}
-
-NamedTensors Adam::buffers() const {
-  NamedTensors out;
-  for (size_t i = 0; i < exp_avg_.size(); ++i) {
-    out.emplace_back("exp_avg." + std::to_string(i), exp_avg_[i]);
-    out.emplace_back("exp_avg_sq." + std::to_string(i), exp_avg_sq_[i]);
-  }
-  return out;
-}
-
-void Adam::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
-  if (reference_ops()) return update_reference(i, p, g, t);
-  // Scalars in double, as PyTorch computes them in Python, then rounded to T.
-  const double step_size = lr() / (1 - std::pow(beta1_, static_cast<double>(t)));
-  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, static_cast<double>(t)));
-  visit_float_for_this_cpu(p.dtype(), "Adam.step", [&](auto zero) {
-    using T = decltype(zero);
-    const int64_t n = p.numel();
-    T* pd = p.data<T>();
-    const T* gd = g.data<T>();
-    T* m = exp_avg_[i].data<T>();
-    T* v = exp_avg_sq_[i].data<T>();
-    const T b1 = static_cast<T>(beta1_), a1 = static_cast<T>(1 - beta1_);
-    const T b2 = static_cast<T>(beta2_), a2 = static_cast<T>(1 - beta2_);
-    const T eps = static_cast<T>(eps_), wd = static_cast<T>(weight_decay_);
-    const T shrink = static_cast<T>(1 - lr() * weight_decay_);  // AdamW's decay factor
-    const T neg_step = static_cast<T>(-step_size), bc2 = static_cast<T>(bias_correction2_sqrt);
-    const bool coupled = weight_decay_ != 0 && !decoupled_;
-    const bool shrinks = weight_decay_ != 0 && decoupled_;
-    for (int64_t k = 0; k < n; ++k) {
-      const T pk = shrinks ? pd[k] * shrink : pd[k];
-      const T gk = coupled ? gd[k] + wd * pk : gd[k];
-      const T mk = b1 * m[k] + a1 * gk;
-      const T vk = b2 * v[k] + a2 * gk * gk;
-      m[k] = mk;
-      v[k] = vk;
-      pd[k] = pk + neg_step * (mk / (std::sqrt(vk) / bc2 + eps));
-    }
-  });
-}
-
-// One whole-tensor op (tensor/elementwise.h) per step of optim.h's formulas, each a pass with a
-// tensor of its own; the ops round each hyperparameter to the parameter's dtype, as the loop does.
-void Adam::update_reference(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
-  const double step_size = lr() / (1 - std::pow(beta1_, static_cast<double>(t)));
-  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2_, static_cast<double>(t)));
-  Tensor param = p, grad = g;
-  if (weight_decay_ != 0 && decoupled_) param = mul(param, 1 - lr() * weight_decay_);  // AdamW
-  if (weight_decay_ != 0 && !decoupled_) grad = add(grad, mul(param, weight_decay_));  // Adam
-  const Tensor m = add(mul(exp_avg_[i], beta1_), mul(grad, 1 - beta1_));
-  const Tensor v = add(mul(exp_avg_sq_[i], beta2_), mul(mul(grad, grad), 1 - beta2_));
-  const Tensor denom = add(div(sqrt(v), bias_correction2_sqrt), eps_);
-  const Tensor updated = sub(param, mul(div(m, denom), step_size));
-  // Into the live storage, which every handle on the parameter and the moments shares.
-  exp_avg_[i].copy_(m);
-  exp_avg_sq_[i].copy_(v);
-  Tensor live = p;
-  live.copy_(updated);
 }
 
 // ---- clip_grad_norm ---------------------------------------------------------

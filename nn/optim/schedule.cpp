@@ -32,6 +32,15 @@ LrSchedule LrSchedule::constant(double lr) {
   return s;
 }
 
+LrSchedule LrSchedule::linear_warmup(double lr, int64_t warmup_steps) {
+  check_rate("linear_warmup", "lr", lr);
+  if (warmup_steps < 1) fail("linear_warmup: warmup_steps must be >= 1, got ", warmup_steps);
+  LrSchedule s(Kind::kLinearWarmup);
+  s.lr_ = lr;
+  s.warmup_ = warmup_steps;
+  return s;
+}
+
 LrSchedule LrSchedule::warmup_cosine(double peak_lr, int64_t warmup_steps, int64_t total_steps,
                                      double min_lr) {
   check_rate("cosine", "peak_lr", peak_lr);
@@ -82,6 +91,8 @@ double LrSchedule::lr_at(int64_t step) const {
   switch (kind_) {
     case Kind::kConstant:
       return lr_;
+    case Kind::kLinearWarmup:
+      return lr_ * std::min(1.0, n / warmup);
     case Kind::kCosine: {
       if (n <= warmup) return lr_ * n / warmup;
       const double total = static_cast<double>(total_);
@@ -101,6 +112,8 @@ std::string LrSchedule::describe(NumberText number) const {
   switch (kind_) {
     case Kind::kConstant:
       return "constant(lr=" + number(lr_) + ")";
+    case Kind::kLinearWarmup:
+      return "linear_warmup(lr=" + number(lr_) + ", warmup_steps=" + std::to_string(warmup_) + ")";
     case Kind::kCosine:
       return "cosine(peak_lr=" + number(lr_) + ", warmup_steps=" + std::to_string(warmup_) +
              ", total_steps=" + std::to_string(total_) + ", min_lr=" + number(min_lr_) + ")";

@@ -8,15 +8,18 @@
 // The formulas use n = s + 1, the 1-based number of that update, so the very first update already
 // has a positive learning rate (warmup never yields lr 0):
 //
-//   constant(lr)                          lr
-//   warmup_cosine(peak, W, N, min)        peak * n / W                                   n <= W
-//                                         min + (peak - min) (1 + cos(pi (n-W)/(N-W))) / 2   W < n
-//                                         <= N min                                             n >
-//                                         N
-//   noam(d_model, W, factor)              factor * d_model^-0.5 * min(n^-0.5, n * W^-1.5)
+//   constant(lr)                        lr
+//   linear_warmup(lr, W)                lr * min(1, n / W)
+//   warmup_cosine(peak, W, N, min)      peak * n / W                                     n <= W
+//                                       min + (peak-min) (1 + cos(pi (n-W)/(N-W))) / 2   W < n < N
+//                                       min                                              n >= N
+//   noam(d_model, W, factor)            factor * d_model^-0.5 * min(n^-0.5, n * W^-1.5)
 //
-// So warmup_cosine reaches peak on update W (s = W - 1) and min on the last update N (s = N - 1);
-// noam rises linearly to its peak factor * (d_model W)^-0.5 on update W, then decays as n^-0.5.
+// So linear_warmup reaches lr on update W and stays there (W = 1: no warm-up); warmup_cosine
+// reaches peak on update W (s = W - 1) and min on the last update N (s = N - 1); noam rises
+// linearly to its peak factor * (d_model W)^-0.5 on update W, then decays as n^-0.5.
+// (linear_warmup's lr * (n / W) and warmup_cosine's peak * n / W may differ in the last bit: each
+// keeps the rounding of the loop it came from, the study's and the programs'.)
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,8 @@ class LrSchedule {
   // factor finite and >= 0; min_lr <= peak_lr; 0 <= warmup_steps <= total_steps, total_steps >= 1;
   // noam: d_model >= 1 and warmup_steps >= 1.
   static LrSchedule constant(double lr);
+  // REQUIRES: warmup_steps >= 1. Not among from_name's names: the scaling study's schedule.
+  static LrSchedule linear_warmup(double lr, int64_t warmup_steps);
   static LrSchedule warmup_cosine(double peak_lr, int64_t warmup_steps, int64_t total_steps,
                                   double min_lr = 0);
   static LrSchedule noam(int64_t d_model, int64_t warmup_steps, double factor = 1);
@@ -63,11 +68,11 @@ class LrSchedule {
   std::string describe(NumberText number = nullptr) const;
 
  private:
-  enum class Kind { kConstant, kCosine, kNoam };
+  enum class Kind { kConstant, kLinearWarmup, kCosine, kNoam };
   explicit LrSchedule(Kind kind) : kind_(kind) {}
 
   Kind kind_;
-  double lr_ = 0;  // constant: the lr; cosine: the peak
+  double lr_ = 0;  // constant, linear_warmup: the lr; cosine: the peak
   double min_lr_ = 0;
   int64_t warmup_ = 0, total_ = 0, d_model_ = 0;
   double factor_ = 1;

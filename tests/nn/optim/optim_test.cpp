@@ -327,7 +327,9 @@ TEST(Optimizer, ParametersWithoutGradAreSkippedAndKeepTheirStepCount) {
 
 TEST(Optimizer, RejectsBadParametersAndHyperparameters) {
   Variable p = param({1.0});
-  EXPECT_NE(error_of([] { SGD({}, 0.1); }).find("empty parameter list"), std::string::npos);
+  // (A literal {} would be ambiguous between a list and a list of groups: named here.)
+  EXPECT_NE(error_of([] { SGD(std::vector<Variable>{}, 0.1); }).find("empty parameter list"),
+            std::string::npos);
   EXPECT_NE(error_of([&] {
               SGD({p, p}, 0.1);
             }).find("parameter 1 appears earlier"),

@@ -21,6 +21,21 @@ TEST(LrSchedule, ConstantIsConstant) {
   EXPECT_EQ(s.describe(), "constant(lr=0.0003)");
 }
 
+// lr 3e-3, W = 5: lr * min(1, n / 5) with n = step + 1, rounded as lr * (n / W): the study's
+// warm-up, whose numbers depend on the last bit (3e-3 * 3 / 5 is 0.0018000000000000002).
+TEST(LrSchedule, LinearWarmupRisesToLrThenStays) {
+  LrSchedule s = LrSchedule::linear_warmup(3e-3, 5);
+  EXPECT_EQ(s.lr_at(0), 3e-3 * 0.2);
+  EXPECT_EQ(s.lr_at(2), 0.0018);  // 3e-3 * (3 / 5.0)
+  EXPECT_NE(s.lr_at(2), 3e-3 * 3 / 5);
+  EXPECT_EQ(s.lr_at(4), 3e-3);
+  EXPECT_EQ(s.lr_at(1000), 3e-3);
+  EXPECT_EQ(LrSchedule::linear_warmup(3e-3, 1).lr_at(0), 3e-3);  // W = 1: no warm-up
+  EXPECT_EQ(s.describe(), "linear_warmup(lr=0.003, warmup_steps=5)");
+  EXPECT_EQ(error_of([] { LrSchedule::linear_warmup(3e-3, 0); }),
+            "linear_warmup: warmup_steps must be >= 1, got 0");
+}
+
 // peak 1e-3, warmup W = 10, total N = 110, min 1e-5. With n = step + 1:
 //   n <= 10: 1e-3 * n / 10;  10 < n <= 110: min + (peak - min)(1 + cos(pi (n - 10) / 100)) / 2.
 TEST(LrSchedule, WarmupCosineAtKeySteps) {
