@@ -20,8 +20,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/run_lock.h"
 #include "examples/common/signals.h"
-#include "examples/study/length.h"
-#include "examples/study/parts.h"
+#include "examples/study/part_table.h"
 #include "tensor/parallel.h"
 
 using namespace gradflow;
@@ -91,29 +90,26 @@ study::ProgressFn progress_for(std::unique_ptr<cli::Progress>& bar, const std::s
   };
 }
 
-// The parts by name, in the order a reader meets them; the letters of the
-// earlier layout stay as aliases (sgd came later and has none: '\0').
-const std::vector<std::pair<std::string, char>>& part_names() {
-  static const std::vector<std::pair<std::string, char>> names = {
-      {"init", 'A'}, {"train", 'B'}, {"sgd", '\0'},        {"depth", 'D'},
-      {"lr", 'C'},   {"width", 'E'}, {"depth-train", 'F'}, {"length", '\0'}};
-  return names;
-}
-
-std::set<std::string> parse_parts(const std::string& text) {
-  std::set<std::string> out;
-  for (const std::string& p : split_list(text, "--parts")) {
-    auto it = std::find_if(part_names().begin(), part_names().end(), [&p](const auto& n) {
-      return p == n.first || (p.size() == 1 && p[0] == n.second);
-    });
-    if (it != part_names().end() && out.count(it->first))
-      throw cli::UsageError("--parts: '" + it->first + "' is listed twice in '" + text + "'");
-    if (it == part_names().end())
-      throw cli::UsageError("--parts: unknown part '" + p +
-                            "' (expected init, train, sgd, depth, lr, width, depth-train, length)");
-    out.insert(it->first);
+// The parts --parts names (by name or the earlier layout's letter), in the
+// table's order; empty: the default run's, or every part with --full.
+std::vector<const study::Part*> chosen_parts(const std::string& text, bool full) {
+  std::vector<const study::Part*> chosen;
+  if (text.empty()) {
+    for (const study::Part& p : study::parts())
+      if (full || p.in_default) chosen.push_back(&p);
+    return chosen;
   }
-  return out;
+  for (const std::string& name : split_list(text, "--parts")) {
+    const study::Part* p = study::find_part(name);
+    if (p == nullptr)
+      throw cli::UsageError("--parts: unknown part '" + name + "' (expected " +
+                            study::part_names() + ")");
+    if (std::find(chosen.begin(), chosen.end(), p) != chosen.end())
+      throw cli::UsageError("--parts: '" + p->name + "' is listed twice in '" + text + "'");
+    chosen.push_back(p);
+  }
+  std::sort(chosen.begin(), chosen.end());  // the table's order: pointers into it
+  return chosen;
 }
 
 std::vector<study::TaskSetup> parse_tasks(const std::string& text, int64_t recall_pairs,
@@ -248,182 +244,151 @@ void print_summary(const std::vector<study::Section>& sections, const study::Tra
   std::printf("\n");
 }
 
-int run(int argc, char** argv) {
-  cli::ArgParser args(
-      "scaling_study",
-      "Measures how the attention scale affects attention and gradient flow, in parts: init "
-      "(attention at initialisation, over many random draws, for d_k in {4, 16, 64, 256, 1024} "
-      "and 8, 64, 512 keys), train (an encoder-decoder on reverse and a two-layer decoder on "
-      "associative recall under each mode for d_k 16 and 256 (and 64 with --full), over several "
-      "seeds), sgd "
-      "(three modes on reverse under plain SGD over a few learning rates), depth "
-      "(gradient norms and token similarity across 1 to 8 layers at initialisation); with "
-      "--full also lr (learning-rate sensitivity), width (width and muP), depth-train (depth "
-      "in training) and length (the scale against the number of keys). Writes report.md, CSV files "
-      "and SVG plots to --out.");
+struct Flags {
   std::string out = "runs/scaling_study";
-  args.add("--out", &out, "output directory");
   int64_t seed = 0;
-  args.add("--seed", &seed, "base random seed (every run's seeds derive from it)").min(0);
   int threads = 2;
-  args.add("--threads", &threads, "jobs run side by side (each single-threaded)").min(1).max(64);
-  bool full = false;
-  args.add_flag("--full", &full,
-                "every part, each larger: 10 training seeds instead of 5, more draws, all ten "
-                "arms, and the parts lr, width, depth-train and length (11 minutes on 2 "
+  bool full = false, reference = false, overwrite = false;
+  int64_t seeds = 0, steps = 0, recall_pairs = 0, recall_keys = 0;
+  std::string tasks = "reverse,recall", d_ks, modes, parts;
+};
+
+Flags parse_flags(int argc, char** argv) {
+  std::string part_list;
+  for (const study::Part& p : study::parts())
+    part_list += (part_list.empty() ? "" : "; ") + p.name + (p.in_default ? "" : " (--full)") +
+                 ": " + p.summary;
+  cli::ArgParser args("scaling_study",
+                      "Measures how the attention scale affects attention and gradient flow, in "
+                      "parts (" +
+                          part_list + "). Writes report.md, CSV files and SVG plots to --out.");
+  Flags f;
+  args.add("--out", &f.out, "output directory");
+  args.add("--seed", &f.seed, "base random seed (every run's seeds derive from it)").min(0);
+  args.add("--threads", &f.threads, "jobs run side by side (each single-threaded)").min(1).max(64);
+  args.add_flag("--full", &f.full,
+                "every part, each larger: 10 training seeds instead of 5, more draws, every arm "
+                "--full trains, and the parts the default run leaves out (11 minutes on 2 "
                 "cores at seed 0)");
-  int64_t seeds = 0;
-  args.add("--seeds", &seeds, "seeds of every training part (0: each part's own)").min(0).max(1000);
-  int64_t steps = 0;
-  args.add("--steps", &steps, "training steps per run of every training part (0: each's own)")
+  args.add("--seeds", &f.seeds, "seeds of every training part (0: each part's own)")
+      .min(0)
+      .max(1000);
+  args.add("--steps", &f.steps, "training steps per run of every training part (0: each's own)")
       .min(0)
       .max(1000000);
-  std::string tasks = "reverse,recall", d_ks, modes;
-  args.add("--tasks", &tasks, "the train part's tasks, comma-separated: reverse, recall");
-  args.add("--d-ks", &d_ks,
+  args.add("--tasks", &f.tasks, "the train part's tasks, comma-separated: reverse, recall");
+  args.add("--d-ks", &f.d_ks,
            "the train part's head sizes d_k, comma-separated (empty: 16,256, or 16,64,256 with "
            "--full)");
-  args.add("--modes", &modes,
-           "the train and lr parts' arms, comma-separated (empty: six, all ten with --full)");
-  int64_t recall_pairs = 0, recall_keys = 0;
-  args.add("--recall-pairs", &recall_pairs,
+  args.add("--modes", &f.modes,
+           "the train and lr parts' arms, comma-separated (empty: " +
+               comma_list(study::default_modes()) + "; with --full also the rest of " +
+               std::to_string(study::study_modes().size()) + "). The arms: " + study::arm_names());
+  args.add("--recall-pairs", &f.recall_pairs,
            "recall: key-value pairs per example, each asked for once (0: the task's own)")
       .min(0)
       .max(512);
-  args.add("--recall-keys", &recall_keys, "recall: keys and values to draw from (0: 16)")
+  args.add("--recall-keys", &f.recall_keys, "recall: keys and values to draw from (0: 16)")
       .min(0)
       .max(4096);
-  bool reference = false;
-  args.add_flag("--reference", &reference,
+  args.add_flag("--reference", &f.reference,
                 "run every fused op as its composed reference (autograd/reference.h): slower, "
                 "the same results up to rounding");
-  bool overwrite = false;
-  args.add_flag("--overwrite", &overwrite,
+  args.add_flag("--overwrite", &f.overwrite,
                 "replace the study in --out: its files are removed before this one runs");
-  std::string parts;
-  args.add("--parts", &parts,
-           "which parts to run, comma-separated: init, train, sgd, depth, lr, width, depth-train, "
-           "length (letters A to F also work; empty: init,train,sgd,depth, or all with --full)");
+  args.add("--parts", &f.parts,
+           "which parts to run, comma-separated: " + study::part_names() +
+               " (the earlier letters A to F also work; empty: the default run's, or all with "
+               "--full)");
   args.parse(argc, argv);
+  return f;
+}
 
-  const std::set<std::string> run =
-      parse_parts(parts.empty() ? (full ? "init,train,sgd,depth,lr,width,depth-train,length"
-                                        : "init,train,sgd,depth")
-                                : parts);
-  study::Settings settings{.seed = static_cast<uint64_t>(seed),
-                           .threads = threads,
-                           .full = full,
-                           .seeds = seeds,
-                           .steps = steps};
-  if (!modes.empty()) {
-    settings.modes = split_list(modes, "--modes");
+// Every part's options from the flags: the settings first, then what the
+// command line changes in the train part.
+study::StudyRun plan_study(const Flags& f) {
+  study::Settings settings{.seed = static_cast<uint64_t>(f.seed),
+                           .threads = f.threads,
+                           .full = f.full,
+                           .seeds = f.seeds,
+                           .steps = f.steps};
+  if (!f.modes.empty()) {
+    settings.modes = split_list(f.modes, "--modes");
     for (const std::string& m : settings.modes)
-      if (std::find(study::study_modes().begin(), study::study_modes().end(), m) ==
-          study::study_modes().end())
-        throw cli::UsageError("--modes: unknown mode '" + m + "' (expected one of " +
-                              comma_list(study::study_modes()) + ")");
+      if (!study::find_arm(m))
+        throw cli::UsageError("--modes: unknown arm '" + m + "' (expected one of " +
+                              study::arm_names() + ")");
   }
-  const study::InitOptions init_options = study::init_options(settings);
-  study::TrainOptions train_options = study::train_options(settings);
-  train_options.tasks = parse_tasks(tasks, recall_pairs, recall_keys);
-  if (!d_ks.empty()) train_options.d_ks = parse_d_ks(d_ks);
-  const study::DepthOptions depth_options = study::depth_options(settings);
-  const study::SgdOptions sgd_options = study::sgd_options(settings);
-  const study::LrOptions lr_options = study::lr_options(settings);
-  const study::WidthOptions width_options = study::width_options(settings);
-  const study::DepthTrainOptions depth_train_options = study::depth_train_options(settings);
-  const study::LengthOptions length_options = study::length_options(settings);
+  study::StudyRun study(settings);
+  study.train_options.tasks = parse_tasks(f.tasks, f.recall_pairs, f.recall_keys);
+  if (!f.d_ks.empty()) study.train_options.d_ks = parse_d_ks(f.d_ks);
+  return study;
+}
 
-  // Every run of the training parts that run, for the memory check.
-  std::vector<study::RunSpec> planned;
-  auto plan = [&](const std::string& part, std::vector<study::RunSpec> specs) {
-    if (run.count(part)) planned.insert(planned.end(), specs.begin(), specs.end());
-  };
-  plan("train", study::train_runs(settings, train_options));
-  plan("sgd", study::sgd_runs(settings, sgd_options));
-  plan("lr", study::lr_runs(settings, lr_options));
-  plan("width", study::width_runs(settings, width_options));
-  plan("depth-train", study::depth_train_runs(settings, depth_train_options));
-  plan("length", study::length_runs(settings, length_options));
-  check_study_memory(planned, threads);
-
-  const auto start = std::chrono::steady_clock::now();
+// The folder, and what every job of the process shares, set before any job starts.
+void prepare_run(const Flags& f) {
   std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (!std::filesystem::is_directory(out))
-    throw cli::UsageError("--out " + out + ": cannot create the directory" +
+  std::filesystem::create_directories(f.out, ec);
+  if (!std::filesystem::is_directory(f.out))
+    throw cli::UsageError("--out " + f.out + ": cannot create the directory" +
                           (ec ? ": " + ec.message() : ""));
   set_num_threads(1);  // parallelism comes from running several jobs at once
-  // Process-wide, so the jobs' threads all see it; set before any job starts.
-  set_reference_ops(reference);
+  set_reference_ops(f.reference);
   // Unscaled attention saturates, and its gradients are then full of denormal
   // floats, which Intel cores handle several times slower (tensor/parallel.h).
   set_flush_denormals(true);
+}
 
+int run(int argc, char** argv) {
+  const Flags f = parse_flags(argc, argv);
+  const std::vector<const study::Part*> chosen = chosen_parts(f.parts, f.full);
+  study::StudyRun study = plan_study(f);
+  std::vector<study::RunSpec> planned;  // every training run, for the memory check
+  for (const study::Part* p : chosen)
+    if (p->plan) std::ranges::copy(p->plan(study), std::back_inserter(planned));
+  check_study_memory(planned, f.threads);
+
+  const auto start = std::chrono::steady_clock::now();
+  prepare_run(f);
   // One study per folder at a time; a stop signal ends the parts' jobs early
   // and the study writes nothing: its report is made from every part at once,
   // and a partial one would read as a finished study.
-  const cli::RunLock lock(out);
-  claim_study_dir(out, overwrite);
+  const cli::RunLock lock(f.out);
+  claim_study_dir(f.out, f.overwrite);
   cli::StopSignals stop_signals;
   std::unique_ptr<cli::Progress> bar;
-  settings.progress = [&bar](const std::string& title, const std::string& unit) {
+  study.settings.progress = [&bar](const std::string& title, const std::string& unit) {
     return progress_for(bar, title, unit);
   };
-  std::vector<study::InitRow> init;
-  study::TrainResult train;
-  std::vector<study::DepthRow> depth;
-  std::vector<study::FinalRow> sgd, lr;
-  std::vector<study::WidthRow> width;
-  study::DepthTrainResult depth_train;
-  study::LengthResult length;
-  std::map<std::string, double> seconds;
-  // Runs a part if asked for, timing it; the cheap parts first.
-  auto part = [&](const std::string& name, const std::function<void()>& body) {
-    if (!run.count(name)) return;
-    const auto t = std::chrono::steady_clock::now();
-    body();
-    seconds[name] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
+  std::vector<double> seconds;
   try {
-    part("init", [&] { init = study::run_init(settings, init_options); });
-    part("depth", [&] { depth = study::run_depth(settings, depth_options); });
-    part("train", [&] { train = study::run_train(settings, train_options); });
-    part("sgd", [&] { sgd = study::run_sgd(settings, sgd_options); });
-    part("lr", [&] { lr = study::run_lr(settings, lr_options); });
-    part("width", [&] { width = study::run_width(settings, width_options); });
-    part("depth-train",
-         [&] { depth_train = study::run_depth_train(settings, depth_train_options); });
-    part("length", [&] { length = study::run_length(settings, length_options); });
+    for (const study::Part* p : chosen) {
+      const auto t = std::chrono::steady_clock::now();
+      p->run(study);
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    }
   } catch (const study::Interrupted& stopped) {
     bar.reset();  // ends its line
     std::fflush(stdout);
     std::fprintf(stderr, "scaling_study: interrupted by %s; nothing written to %s\n",
-                 stopped.what(), out.c_str());
+                 stopped.what(), f.out.c_str());
     return cli::exit_code_for_signal(stopped.signal());
   }
-  // The sections in the order a reader meets them.
-  const std::vector<study::SettingSummary> summary = study::summarise_training(train.finals);
-  std::vector<study::Section> sections = {
-      study::init_section(init_options, init, summary),
-      study::train_section(train_options, train, lr),
-      study::sgd_section(sgd_options, sgd),
-      study::depth_section(depth_options, depth),
-      study::lr_section(lr_options, lr),
-      study::width_section(width_options, width),
-      study::depth_train_section(depth_train_options, depth_train),
-      study::length_section(length_options, length)};
-  std::erase_if(sections, [&run](const study::Section& s) { return !run.count(s.part); });
-  for (study::Section& s : sections) s.seconds = seconds[s.part];
+  std::vector<study::Section> sections;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    sections.push_back(chosen[i]->section(study));
+    sections.back().seconds = seconds[i];
+  }
   const study::ReportInfo info{
       .command = command_line(argc, argv),
-      .seed = settings.seed,
-      .threads = threads,
-      .training_seeds = train_options.seeds,
+      .seed = study.settings.seed,
+      .threads = f.threads,
+      .training_seeds = study.train_options.seeds,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
-  study::write_report(out, info, sections);
-  print_summary(sections, train, train_options);
-  std::printf("\nreport: %s/report.md (%.0f s)\n", out.c_str(), info.seconds);
+  study::write_report(f.out, info, sections);
+  print_summary(sections, study.train, study.train_options);
+  std::printf("\nreport: %s/report.md (%.0f s)\n", f.out.c_str(), info.seconds);
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "autograd/ops.h"
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -153,15 +154,7 @@ std::vector<Verdict> depth_claims(const std::vector<DepthRow>& depth) {
   if (!pre_first || !post_first || pre_first == pre_last) return out;
   const int64_t layers = pre_last->layers;
   {
-    Verdict v{"C14",
-              "at initialisation post-LN's gradients grow toward the output, pre-LN's are even "
-              "across layers"};
-    v.why =
-        "Xiong et al. 2020 show by mean-field arguments that in post-LN the expected gradient "
-        "of the feed-forward weights near the output is large (the last layer's ||dL/dW_2||_F "
-        "does not shrink with depth) while in pre-LN it shrinks like 1/sqrt(L) and is about "
-        "the same at every layer; they measure it layer by layer on a 6-layer translation "
-        "model.";
+    Verdict v = verdict_for("C14");
     const Interval post = ratio_of(post_last->grad_norm_ff, post_first->grad_norm_ff);
     const Interval pre = ratio_of(pre_last->grad_norm_ff, pre_first->grad_norm_ff);
     const Interval post_q = ratio_of(post_last->grad_norm_wq, post_first->grad_norm_wq);
@@ -186,15 +179,7 @@ std::vector<Verdict> depth_claims(const std::vector<DepthRow>& depth) {
     out.push_back(v);
   }
   {
-    Verdict v{"C15",
-              "self-attention alone collapses tokens to one direction with depth (rank "
-              "collapse); the residual connections of a transformer block prevent it"};
-    v.why =
-        "Averaging with softmax weights is a contraction toward the mean token: without "
-        "residual connections or feed-forward layers, repeated attention makes tokens alike "
-        "doubly exponentially fast with depth (Dong et al. 2021); the residual path carries "
-        "each token's own value around it (Noci et al. 2022 analyse the block). Flatter "
-        "attention (a smaller scale) averages more and collapses sooner.";
+    Verdict v = verdict_for("C15");
     const DepthRow* last = pre_last;
     const bool collapses =
         last->pure_attention_cosine.mean - 1.96 * last->pure_attention_cosine.se > 0.9;

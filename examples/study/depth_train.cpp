@@ -10,6 +10,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -102,11 +103,7 @@ Verdict warmup_claim(const DepthTrainResult& depth) {
   const std::vector<WarmupEffect> effects = warmup_effects(depth);
   const double pre_ratio = output_to_input_gradient(depth, "pre_ln"),
                post_ratio = output_to_input_gradient(depth, "post_ln");
-  Verdict v{"C11", "post-LN needs learning-rate warm-up where pre-LN does not"};
-  v.why =
-      "In post-LN the gradients of the layers near the output are large at initialisation, "
-      "so early full-size Adam steps can wreck them; pre-LN's gradients are even across "
-      "depth (Xiong et al. 2020).";
+  Verdict v = verdict_for("C11");
   int post_worse = 0, post_total = 0, pre_worse = 0, pre_total = 0;
   for (const WarmupEffect& e : effects) {
     const bool worse = e.verdict == Comparison::Worse;

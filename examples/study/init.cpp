@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 #include "tensor/ops.h"
 
@@ -194,8 +195,7 @@ std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
       "init", order.size(), settings.threads,
       [&](size_t i) {
         InitRow& row = rows[order[i]];
-        if (row.mode == kControl ||
-            row.mode == kReparam) {  // q, k not unit-variance: no random part
+        if (changes_qk_init(row.mode)) {  // q, k not unit-variance: no random part
           row.logit_var_theory = kNaN;
           row.logit_var = row.entropy_norm = row.max_weight = row.jacobian_norm =
               mean_and_se(kNaN, kNaN, 0);
@@ -233,13 +233,7 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
   const int64_t d_max = d_ks.back(), n = quoted_keys(init);
   const int64_t seeds = seeds_of(training);
   {
-    Verdict v{"C5",
-              "without scaling, a large d_k saturates the softmax; the gradient through it "
-              "vanishes, so learning slows or stalls"};
-    v.why =
-        "The logits' std grows like sqrt(d_k); the largest one then takes almost all the "
-        "weight, and the softmax Jacobian diag(p) - pp^T, through which every gradient to W_Q "
-        "and W_K passes, goes to 0.";
+    Verdict v = verdict_for("C5");
     const InitRow* none = find_init(init, "none", d_max, n);
     const InitRow* ref = find_init(init, "inv_sqrt_dk", d_max, n);
     const double z = z_of(none->draws);
@@ -254,8 +248,8 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
     // In training: the Q/V gradient ratio at the end of each run, against 1/sqrt(d_k)'s.
     std::string ratios;
     int ratio_lower = 0, ratio_settings = 0;
-    for (const SettingSummary& s : training) {
-      if (s.mode != "none") continue;
+    for (const SettingSummary* unscaled : settings_for(training, "none")) {
+      const SettingSummary& s = *unscaled;
       const SettingSummary* r = find_setting(training, s.task, s.d_k, kDefaultMode);
       if (!r) continue;
       ++ratio_settings;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 #include "nn/scale_variants.h"
 #include "tensor/ops.h"
@@ -111,38 +112,33 @@ std::string variance_figures(const std::vector<InitRow>& init, const std::string
   return out + " (" + std::to_string(n) + " keys)";
 }
 
-// An identity: `mode`'s logit variance is expected(d_k) in every setting,
-// judged by check_variance's equivalence test.
-Verdict identity_verdict(const std::string& id, const std::string& claim, const std::string& why,
-                         const std::vector<InitRow>& init, const std::string& mode,
+// An identity (v, from verdict_for): `mode`'s logit variance is
+// expected(d_k) in every setting, judged by check_variance's equivalence test.
+Verdict identity_verdict(Verdict v, const std::vector<InitRow>& init, const std::string& mode,
                          double (*expected)(int64_t)) {
   const VarianceCheck c = check_variance(init, mode, expected);
-  return {.id = id,
-          .claim = claim,
-          .why = why,
-          .measured = variance_figures(init, mode, expected),
-          .verdict = variance_verdict(c),
-          .reason = describe_variance(c),
-          .identity = true};
+  v.measured = variance_figures(init, mode, expected);
+  v.verdict = variance_verdict(c);
+  v.reason = describe_variance(c);
+  return v;
 }
 
 }  // namespace
 
 // Independent unit-variance q and k: `draws` sets of `queries` queries
 // against n_keys keys. The logit variance is the mean of the squared scaled
-// logits (their mean is 0 by symmetry, so this is unbiased). qk_norm
-// LayerNorms q and k first; qk_l2norm scales them to norm 1 and multiplies
-// by its g at the start, log2(L^2 - L) with L = n_keys; learned_log starts
-// at exp(t) = 1/sqrt(d_k).
+// logits (their mean is 0 by symmetry, so this is unbiased). q and k are
+// normalised as the mode's layer would (its QkNormalisation: qk_norm's
+// LayerNorm, qk_l2norm's unit length), then multiplied by the factor a layer
+// built for n_keys keys starts with (nn::ScaleMode::start_factor: qk_l2norm's
+// g is log2(L^2 - L) with L = n_keys, learned_log's exp(t) 1/sqrt(d_k)).
 void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const Settings& settings,
                 const InitOptions& o) {
   const nn::ScaleMode scale = scale_mode_of(mode);
-  const bool qk_norm = scale.is("qk_norm");
-  const bool l2_norm = scale.is("qk_l2norm");
+  const bool qk_norm = scale.entry().qk_normalisation == nn::QkNormalisation::LayerNorm;
+  const bool l2_norm = scale.entry().qk_normalisation == nn::QkNormalisation::L2;
   const double d = static_cast<double>(row.d_k);
-  const double s = l2_norm ? nn::qk_l2norm_start(row.n_keys)
-                   : scale.is("learned_log") || scale.is("learned") ? 1 / std::sqrt(d)
-                                                                    : scale.value(row.d_k);
+  const double s = scale.start_factor({.d_k = row.d_k, .max_len = row.n_keys});
   // Fewer keys, noisier draws: more of them, so every estimate is as tight.
   row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   // The cosine of two independent directions in d_k dimensions has variance 1/d_k.
@@ -190,24 +186,17 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
   const int64_t seeds = seeds_of(training);
 
   {  // C1
-    Verdict v = identity_verdict(
-        "C1", "Var(q.k) = d_k, so its std is sqrt(d_k) (d_k = 64 gives 8)",
-        "q.k is a sum of d_k independent products q_i k_i, each of mean 0 and variance 1.", init,
-        "none", [](int64_t d) { return double(d); });
+    Verdict v = identity_verdict(verdict_for("C1", true), init, "none",
+                                 [](int64_t d) { return double(d); });
     if (const InitRow* r = find_init(init, "none", 64, n))
       v.measured += "; std at d_k 64: " + significant(std::sqrt(r->logit_var.mean), 4);
     out.push_back(v);
   }
-  out.push_back(identity_verdict(
-      "C2", "dividing by sqrt(d_k) keeps the variance at 1 for every d_k",
-      "Var(s x) = s^2 Var(x) = d_k / d_k.", init, "inv_sqrt_dk", [](int64_t) { return 1.0; }));
+  out.push_back(
+      identity_verdict(verdict_for("C2", true), init, "inv_sqrt_dk", [](int64_t) { return 1.0; }));
   {  // C3
-    Verdict v{"C3", "with 1/d_k the softmax becomes nearly uniform and attention loses focus"};
-    v.why =
-        "Var(q.k / d_k) = d_k / d_k^2; logits of std 1/sqrt(d_k) barely differ, so every weight "
-        "is close to 1/n; a layer that cannot focus must learn larger q and k first.";
-    out.push_back(identity_verdict("C3", "dividing by d_k gives variance 1/d_k",
-                                   "Var(q.k / d_k) = d_k / d_k^2.", init, "inv_dk",
+    Verdict v = verdict_for("C3");
+    out.push_back(identity_verdict(verdict_for("C3", true), init, "inv_dk",
                                    [](int64_t d) { return 1.0 / double(d); }));
     const InitRow* big = find_init(init, "inv_dk", d_max, n);
     const double z = z_of(big->draws);
@@ -230,12 +219,8 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     out.push_back(v);
   }
   {  // C4
-    Verdict v{"C4", "with 1/(2 sqrt(d_k)) attention is still too flat"};
-    v.why =
-        "Var = d_k / (4 d_k); the logits' std is 1/2, so the softmax is flatter than with "
-        "1/sqrt(d_k) at every d_k.";
-    out.push_back(identity_verdict("C4", "dividing by 2 sqrt(d_k) gives variance 1/4",
-                                   "Var = d_k / (4 d_k).", init, "inv_2sqrt_dk",
+    Verdict v = verdict_for("C4");
+    out.push_back(identity_verdict(verdict_for("C4", true), init, "inv_2sqrt_dk",
                                    [](int64_t) { return 0.25; }));
     // Flatter: entropy above 1/sqrt(d_k)'s at every d_k, the difference's
     // 95% interval (independent draws) above 0.
@@ -269,12 +254,7 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     out.push_back(v);
   }
   {  // C6
-    Verdict v{"C6",
-              "the softmax Jacobian diag(p) - pp^T goes to 0 for one-hot p, and is of order 1/n "
-              "for uniform p"};
-    v.why =
-        "For one-hot p every entry p_i (delta_ij - p_j) is 0; for p = 1/n the entries are "
-        "1/n - 1/n^2 on the diagonal and -1/n^2 off it, Frobenius norm sqrt(1/n - 1/n^2).";
+    Verdict v = verdict_for("C6");
     const InitRow* first = find_init(init, "none", d_min, n);
     const InitRow* last = find_init(init, "none", d_max, n);
     const bool shrinks = last->jacobian_norm.mean < 0.5 * first->jacobian_norm.mean &&

@@ -135,7 +135,7 @@ Section length_section(const LengthOptions& o, const LengthResult& result) {
   bool sharper = true;
   for (const TaskSetup& task : o.tasks)
     for (const std::string& mode : o.modes)
-      if (mode != kDefaultMode) {
+      if (!is_reference(mode)) {
         const Interval d = length_difference(train.rows, task.task, mode, kDefaultMode, longest,
                                              &LengthTestRow::top1_mass);
         sharper = sharper && d.lo > 0;

@@ -15,6 +15,7 @@
 
 #include "autograd/ops.h"
 #include "examples/common/svg_heatmap.h"
+#include "examples/study/claims.h"
 #include "examples/study/length_probe.h"
 #include "examples/study/parts.h"
 #include "tensor/creation.h"
@@ -282,11 +283,7 @@ PlotFile critical_plot(const std::vector<CriticalRow>& rows, const std::vector<C
 }
 
 Verdict critical_claim(const std::vector<CriticalFit>& fits) {
-  Verdict v{"C19", "The critical factor gamma* in gamma log n matches 1/(1 - rho) at toy scale"};
-  v.why =
-      "Token i's weight on itself is about 1 / (1 + (n - 1) n^(-gamma (1 - rho))): below "
-      "gamma (1 - rho) = 1 the other n - 1 tokens outweigh it and it collapses onto their mean, "
-      "above it keeps itself.";
+  Verdict v = verdict_for("C19");
   int within = 0;
   std::string measured, toy;
   for (const CriticalFit& f : fits) {

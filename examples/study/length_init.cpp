@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "examples/study/claims.h"
 #include "examples/study/length_probe.h"
 #include "examples/study/parts.h"
 #include "nn/scale_modes.h"
@@ -232,13 +233,7 @@ PlotFile length_init_plot(const std::vector<LengthInitRow>& rows) {
 }
 
 Verdict dispersion_claim(const std::vector<LengthInitRow>& rows) {
-  Verdict v{"C16", "With a fixed scale, attention disperses as the number of keys grows"};
-  v.why =
-      "The softmax's denominator is a sum over n keys, so it grows like n, while the top logit "
-      "(the planted key's, or the largest of n random ones, which grows only like sqrt(log n)) "
-      "does not: with a fixed factor the top weight must fall, at last like 1/n. A factor large "
-      "enough that the top logit stands far above the rest (unscaled q.k at d_k 64: a planted "
-      "logit of about 64 against noise of sd 8) postpones the fall past the n measured.";
+  Verdict v = verdict_for("C16");
   const int64_t from = upper_half_start(rows);
   int fixed = 0, dispersing = 0;
   std::string measured, reason;
@@ -276,11 +271,7 @@ Verdict dispersion_claim(const std::vector<LengthInitRow>& rows) {
 }
 
 Verdict log_n_claim(const std::vector<LengthInitRow>& rows, int64_t built_len) {
-  Verdict v{"C17", "Log-n scaling keeps attention sharp as the number of keys grows"};
-  v.why =
-      "Multiplying the logits by c log n turns a logit gap g into n^(c g): the top key's share "
-      "grows with n as fast as the denominator's n terms, so the weight on a matching key need "
-      "not fall. ssmax starts equal to 1/sqrt(d_k) at the built length L and grows past it.";
+  Verdict v = verdict_for("C17");
   const int64_t from = upper_half_start(rows);
   int judged = 0, kept = 0;
   std::string measured, reason;

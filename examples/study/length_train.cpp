@@ -16,6 +16,7 @@
 
 #include "autograd/ops.h"
 #include "examples/stats/inference.h"
+#include "examples/study/claims.h"
 #include "examples/study/length.h"
 #include "examples/study/parts.h"
 #include "examples/study/run_model.h"
@@ -155,12 +156,7 @@ Interval length_difference(const std::vector<LengthTestRow>& rows, const std::st
 }
 
 Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const LengthOptions& o) {
-  Verdict v{.id = "C18",
-            .claim = "Log-n scaling extends to longer contexts better than 1/sqrt(d_k)",
-            .why =
-                "Trained at one length, a fixed scale shares the answer's weight among more "
-                "keys when the sequence grows; with the logits times log n the answer's "
-                "logit grows with the number of keys and keeps its share"};
+  Verdict v = verdict_for("C18");
   // Each log-n mode against 1/sqrt(d_k) on each task at each longer length,
   // paired by seed; better means the whole interval above 0 after Holm over
   // all of them.
@@ -173,7 +169,7 @@ Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const Length
   std::vector<double> p;
   for (const TaskSetup& task : o.tasks)
     for (const std::string& mode : o.modes) {
-      if (mode == kDefaultMode) continue;
+      if (is_reference(mode)) continue;
       for (int64_t pairs : o.test_pairs) {
         Interval d = length_difference(rows, task.task, mode, kDefaultMode, pairs);
         tests.push_back({task.task, mode, pairs, d});

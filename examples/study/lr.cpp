@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -98,7 +99,7 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep) {
     }
     s.vs_default = no_interval();
     auto ref = sens.find({kDefaultMode, d_k});
-    if (mode != kDefaultMode && ref != sens.end()) {
+    if (!is_reference(mode) && ref != sens.end()) {
       std::vector<double> a, b;
       for (const auto& [seed, v] : sens[{mode, d_k}])
         if (ref->second.count(seed)) a.push_back(v), b.push_back(ref->second.at(seed));
@@ -114,15 +115,9 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep) {
 
 namespace {
 
-bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode == "qk_l2norm"; }
-
 // C9: QK normalisation's LR sensitivity is detectably lower than 1/sqrt(d_k)'s.
 Verdict sensitivity_claim(const std::vector<Sensitivity>& sens, int64_t seeds) {
-  Verdict v{"C9", "QK normalisation lowers the sensitivity to the learning rate"};
-  v.why =
-      "Without it, high learning rates grow the logits until attention is one-hot and the "
-      "loss rises or diverges; with q and k normalised the logits are bounded (Wortsman et "
-      "al. 2023).";
+  Verdict v = verdict_for("C9");
   int lower = 0, compared = 0;
   for (const Sensitivity& s : sens) {
     if (!qk_normalised(s.mode) || s.vs_default.n == 0) continue;
@@ -134,7 +129,7 @@ Verdict sensitivity_claim(const std::vector<Sensitivity>& sens, int64_t seeds) {
                   describe(s.vs_default, kSensitivityMargin, false, "nats", 3);
   }
   for (const Sensitivity& s : sens)
-    if (s.mode == kDefaultMode)
+    if (is_reference(s.mode))
       v.measured += "; 1/sqrt(d_k) at d_k " + std::to_string(s.d_k) + ": " +
                     format_interval(s.sensitivity, 3);
   v.verdict = compared == 0 ? "unclear" : verdict_of(lower, compared);
@@ -147,11 +142,7 @@ Verdict sensitivity_claim(const std::vector<Sensitivity>& sens, int64_t seeds) {
 // C12: runs whose attention collapsed spike or diverge more often, and the
 // collapse comes first.
 Verdict collapse_claim(const std::vector<FinalRow>& runs, int64_t eval_every) {
-  Verdict v{"C12", "loss spikes and divergence follow attention entropy collapse"};
-  v.why =
-      "When a head's entropy collapses its softmax passes almost no gradient and tiny "
-      "changes in the logits swing its output, which shows as spikes in the loss (Zhai et "
-      "al. 2023).";
+  Verdict v = verdict_for("C12");
   int64_t collapsed = 0, collapsed_bad = 0, spread = 0, spread_bad = 0, both = 0, first = 0;
   for (const FinalRow& r : runs) {
     const bool bad = r.spikes > 0 || r.diverged;
@@ -218,8 +209,8 @@ Section lr_section(const LrOptions& o, const std::vector<FinalRow>& sweep) {
         "|---|---|---|---|---|---|\n";
   for (const Sensitivity& s : lr_sensitivity(sweep))
     md << "| " << s.mode << " | " << s.d_k << " | " << interval_text(s.sensitivity, 3) << " | "
-       << (s.mode == kDefaultMode ? "(reference)"
-                                  : interval_text(s.vs_default, 3) + " " + lower_higher(s.verdict))
+       << (is_reference(s.mode) ? "(reference)"
+                                : interval_text(s.vs_default, 3) + " " + lower_higher(s.verdict))
        << " | " << significant(s.best_lr, 2) << " | " << significant(s.best_loss) << " |\n";
   sec.markdown = md.str() + "\n";
   std::vector<CsvRow> rows;

@@ -183,6 +183,9 @@ void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std:
 void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
                 int64_t d_k, const std::string& mode, const std::string& layer,
                 double LayerRow::*field);
+// Every (task, d_k) summary of `mode`, in order.
+std::vector<const SettingSummary*> settings_for(const std::vector<SettingSummary>& summaries,
+                                                const std::string& mode);
 // The same curves seed by seed, every seed's path in the one series (a NaN
 // between paths): for recall, whose runs either solve it or do not, a mean
 // over seeds would draw a path no run followed.
@@ -310,8 +313,9 @@ Section lr_section(const LrOptions& options, const std::vector<FinalRow>& sweep)
 // Under SGD a step is as large as its gradient (up to clipping), so a
 // vanishing W_Q gradient is a vanishing step, which AdamW's normalised step
 // hides. Three arms at two d_k over a small grid of learning rates, reverse.
-// reverse_setup() with the part's own number of steps, 150 (docs/study.md
-// says how the steps and the grid were measured).
+// reverse_setup() with the part's own number of steps, 150 (docs/study.md,
+// "sgd: the scale under plain SGD", says how the steps and the grid were
+// measured).
 TaskSetup sgd_task();
 struct SgdOptions {
   TaskSetup task = sgd_task();
@@ -375,7 +379,7 @@ double log_log_slope(const std::vector<double>& x, const std::vector<double>& y)
 Verdict width_claim(const std::vector<WidthRow>& rows);  // C10
 Section width_section(const WidthOptions& options, const std::vector<WidthRow>& rows);
 
-// ---- depth-train (--full): depth in training, pre- against post-LN (depth.cpp) --------------
+// ---- depth-train (--full): depth in training, pre- against post-LN (depth_train.cpp) --------
 // Xiong et al. 2020: 4 layers per stack, pre- and post-LN, with and without
 // warm-up, for three modes; each block's gradient norm at every evaluation.
 struct DepthTrainOptions {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "examples/study/part_table.h"
 #include "examples/study/study.h"
 #include "nn/io/atomic_file.h"
 
@@ -31,24 +32,8 @@ plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
 }
 
 ModeLook mode_look(const std::string& mode) {
-  // Okabe-Ito: vermillion, black, blue, bluish green, orange, reddish purple, sky blue.
-  static const std::vector<std::pair<std::string, ModeLook>> looks = {
-      {"none", {"#D55E00"}},
-      {kDefaultMode, {"#000000"}},
-      {"inv_dk", {"#0072B2"}},
-      {"qk_norm", {"#009E73"}},
-      {kControl, {"#E69F00"}},
-      {kReparam, {"#CC79A7"}},
-      {"learned", {"#56B4E9"}},
-      // Dashed: each shares its colour with one of the above, related where one is.
-      {"inv_2sqrt_dk", {"#0072B2", true}},
-      {"qk_l2norm", {"#009E73", true}},
-      {"learned_log", {"#E69F00", true}},
-      {"log_n", {"#CC79A7", true}},
-      {"ssmax", {"#56B4E9", true}}};
-  for (const auto& [name, look] : looks)
-    if (name == mode) return look;
-  return {};
+  const std::optional<Arm> a = find_arm(mode);
+  return a ? a->look : ModeLook{};
 }
 
 plot::Series mode_series(const std::string& mode, bool markers) {
@@ -56,7 +41,7 @@ plot::Series mode_series(const std::string& mode, bool markers) {
   return {.label = mode,
           .dashed = look.dashed,
           .markers = markers,
-          .emphasis = mode == kDefaultMode,
+          .emphasis = is_reference(mode),
           .color = std::string(look.color)};
 }
 
@@ -69,12 +54,9 @@ std::vector<std::vector<std::string>> mode_panels(const std::vector<std::string>
   };
   std::vector<std::string> anchors, rest;
   for (const std::string& m : modes)
-    (m == "none" || m == kDefaultMode ? anchors : rest).push_back(m);
+    (find_arm(m) && find_arm(m)->anchor ? anchors : rest).push_back(m);
   // The default arms first, so the first panel shows what the default run trains.
-  std::stable_partition(rest.begin(), rest.end(), [](const std::string& m) {
-    const auto& d = default_modes();
-    return std::find(d.begin(), d.end(), m) != d.end();
-  });
+  std::stable_partition(rest.begin(), rest.end(), trained_by_default);
   std::vector<std::vector<std::string>> panels;
   for (const std::string& m : rest) {
     auto fits = [&](const std::vector<std::string>& p) {
@@ -107,45 +89,6 @@ void add_point(plot::Series& s, double x, const Interval& i) {
 
 std::string key_layer(const std::string& task) {
   return task == "reverse" ? "dec0.cross" : "dec1.self";
-}
-
-const std::vector<std::string>& study_files() {
-  static const std::vector<std::string> files = {"report.md",
-                                                 "init_metrics.csv",
-                                                 "train_metrics.csv",
-                                                 "train_layers.csv",
-                                                 "final_metrics.csv",
-                                                 "depth_metrics.csv",
-                                                 "lr_sweep.csv",
-                                                 "sgd_sweep.csv",
-                                                 "width_sweep.csv",
-                                                 "depth_train.csv",
-                                                 "length_metrics.csv",
-                                                 "length_train.csv",
-                                                 "length_critical.csv",
-                                                 "logit_std.svg",
-                                                 "softmax_shape.svg",
-                                                 "layer_gradients.svg",
-                                                 "accuracy_curves.svg",
-                                                 "loss_curves.svg",
-                                                 "max_logit.svg",
-                                                 "grad_ratio.svg",
-                                                 "final_accuracy.svg",
-                                                 "depth_gradients.svg",
-                                                 "depth_cosine.svg",
-                                                 "lr_sensitivity.svg",
-                                                 "lr_max_logit.svg",
-                                                 "entropy_collapse.svg",
-                                                 "sgd_lr.svg",
-                                                 "width_lr.svg",
-                                                 "width_best_lr.svg",
-                                                 "depth_train_loss.svg",
-                                                 "gradient_and_update.svg",
-                                                 "attention_maps.svg",
-                                                 "length_init.svg",
-                                                 "length_train.svg",
-                                                 "length_critical.svg"};
-  return files;
 }
 
 namespace {
@@ -242,6 +185,7 @@ std::vector<Verdict> claims_in_order(const std::vector<Section>& sections) {
 
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections) {
+  for (const Section& s : sections) check_section_files(s);  // before any file is written
   for (const Section& s : sections) {
     for (const CsvFile& csv : s.csvs) write_csv(dir, csv);
     for (const PlotFile& p : s.plots) write_file_atomic(dir + "/" + p.name, p.svg);

@@ -31,25 +31,6 @@ double visible_mean_abs_change(const Tensor& a, const Tensor& b, const Tensor& m
   return n > 0 ? total / n : 0;
 }
 
-// The factor a layer multiplies q.k by now, wherever it is kept: the learned
-// scale, qk_l2norm's g (on unit q and k), learned_log's exp(t), log_n's and
-// ssmax's at the length L the layer is built for (ssmax's heads averaged),
-// or the mode's fixed factor.
-double logit_factor(const nn::MultiHeadAttention& a) {
-  const double log_len = std::log(static_cast<double>(std::max<int64_t>(2, a.config().max_len)));
-  if (const auto* l = a.variant<nn::LearnedScale>()) return l->scale.data().item();
-  if (a.variant<nn::LogNScale>()) return log_len / std::sqrt(static_cast<double>(a.d_k()));
-  if (const auto* ss = a.variant<nn::ScalableSoftmax>()) {
-    const std::vector<double> s = ss->s.data().to_vector();
-    double mean = 0;
-    for (double v : s) mean += v / static_cast<double>(s.size());
-    return mean * log_len;
-  }
-  if (const auto* l2 = a.variant<nn::QkL2Norm>()) return l2->g.data().item();
-  if (const auto* t = a.variant<nn::LearnedLogScale>()) return std::exp(t->log_scale.data().item());
-  return a.scale_mode().value(a.d_k());
-}
-
 }  // namespace
 
 // The attention layers' state after a backward: the probe of the forward
@@ -113,7 +94,7 @@ double qk_std(const StudyModel& model, const Batch& batch) {
   model.forward(batch);
   double total = 0;
   for (auto& [name, a] : model.attention) {
-    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(logit_factor(*a));
+    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(a->logit_factor());
     a->record_probe = false;
   }
   return total / static_cast<double>(model.attention.size());

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -111,15 +112,7 @@ std::string ratio_text(const Interval& log10) {
 }  // namespace
 
 Verdict sgd_claim(const std::vector<FinalRow>& sweep) {
-  Verdict v{"C13",
-            "Under SGD, where a step is as large as its gradient, unscaled attention's vanishing "
-            "W_Q gradient makes it learn worse than 1/sqrt(d_k) at large d_k, each at its best "
-            "learning rate"};
-  v.why =
-      "Without the scale the logits' variance grows with d_k, the softmax saturates and passes "
-      "little gradient to W_Q and W_K; under SGD (unlike Adam) a small gradient is a small "
-      "step, so the query and key weights barely move whatever the learning rate, and a "
-      "learning rate large enough to move them is too large for the rest of the model.";
+  Verdict v = verdict_for("C13");
   const std::vector<SgdBest> best = sgd_best(sweep);
   const SgdBest *none_256 = find_best(best, "none", 256),
                 *ref_256 = find_best(best, kDefaultMode, 256),

@@ -97,36 +97,6 @@ double slow_sample(int64_t j, int layer, Bits& gen) {
 
 }  // namespace
 
-const std::vector<std::string>& study_modes() {
-  static const std::vector<std::string> modes = {
-      "none",   "inv_sqrt_dk", "inv_dk",       "qk_norm",   "learned",
-      kControl, kReparam,      "inv_2sqrt_dk", "qk_l2norm", "learned_log"};
-  return modes;
-}
-
-const std::vector<std::string>& default_modes() {
-  static const std::vector<std::string> modes = {"none",    "inv_sqrt_dk", "inv_dk",
-                                                 "qk_norm", kControl,      kReparam};
-  return modes;
-}
-
-nn::ScaleMode scale_mode_of(const std::string& mode) {
-  return nn::ScaleMode::parse(mode == kControl || mode == kReparam ? "none" : mode);
-}
-
-void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode) {
-  if (mode != kControl && mode != kReparam) return;
-  // q and k each shrink by d_k^(-1/4), so q.k's variance shrinks by
-  // 1/sqrt(d_k): the unscaled logits start as 1/sqrt(d_k)'s do.
-  const double factor = std::pow(static_cast<double>(attention.d_k()), -0.25);
-  for (nn::Linear* projection : {attention.q_proj.get(), attention.k_proj.get()})
-    for (Variable* p : {&projection->weight, &projection->bias})
-      if (p->defined()) {
-        Tensor values = p->data();  // a handle to the parameter's storage
-        values.copy_(mul(values, factor));
-      }
-}
-
 Interrupted::Interrupted(int signal, std::string part, size_t done, size_t count)
     : signal_(signal),
       message_(cli::signal_name(signal) + " in " + part + " (" + std::to_string(done) + " of " +

@@ -1,6 +1,6 @@
 // The attention-scaling study: what every part shares.
 //
-// The study is seven parts, each holding its runs, its claims with their
+// The study is eight parts, each holding its runs, its claims with their
 // verdicts, its tables and its figures (parts.h lists them):
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
@@ -38,6 +38,7 @@
 #include "examples/common/svg_plot.h"
 #include "examples/stats/inference.h"
 #include "examples/stats/stats.h"
+#include "examples/study/arms.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
 #include "nn/models.h"
@@ -49,34 +50,7 @@ namespace gradflow::study {
 // The statistics (examples/stats/) are the study's own vocabulary.
 using namespace gradflow::stats;
 
-// ---- The arms compared ------------------------------------------------------
-// Every arm, in the order plots draw them (the order fixes their colours):
-// five scale modes of nn::ScaleMode, then the control kControl: unscaled
-// attention whose W_Q and W_K (and their biases) start d_k^(-1/4) times
-// smaller, so its logits start with the variance of 1/sqrt(d_k)'s. It
-// separates saturation at initialisation from what training does to an
-// unscaled layer. Then kReparam: the control whose W_Q and W_K (and biases)
-// also learn at lr x d_k^(-1/4), which under Adam is 1/sqrt(d_k) in other
-// coordinates (docs/study.md, "Scale versus learning rate"): its curves
-// should lie on 1/sqrt(d_k)'s but for clipping and Adam's eps. Last three
-// more scale modes: inv_2sqrt_dk (the seeds' "too flat" half scale, judged
-// at initialisation by default), qk_l2norm and learned_log. The default run
-// trains default_modes(); --full trains every arm. The parts at
-// initialisation (cheap) measure every arm.
-const std::vector<std::string>& study_modes();
-// The arms the default run trains: none, inv_sqrt_dk, inv_dk, qk_norm, the
-// control and kReparam (not `learned`, a learned temperature started at
-// 1/sqrt(d_k) that tracks it, nor the last three: the run stays within three
-// minutes).
-const std::vector<std::string>& default_modes();
-inline constexpr const char* kDefaultMode = "inv_sqrt_dk";
-inline constexpr const char* kControl = "none_small_init";
-inline constexpr const char* kReparam = "none_reparam";
-
-nn::ScaleMode scale_mode_of(const std::string& mode);  // the control and kReparam: None
-// A mode's initialisation, applied to a freshly built layer (only the
-// control and kReparam change anything).
-void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);
+// ---- The arms compared: arms.h -------------------------------------------------------
 
 // ---- The run's settings -------------------------------------------------------
 // Units of work done, for a progress display: progress(done, total).
@@ -265,7 +239,7 @@ struct FinalRow {
   double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
 
-// How a model is parametrised (docs/study.md, "Width and muP"):
+// How a model is parametrised (docs/study.md, "width: width and muP"):
 //   Standard  PyTorch's initialisation, one learning rate for every weight,
 //             the mode's attention scale.
 //   MuP       muP for Adam (Yang et al. 2022, Table 3, relative to a base
@@ -332,9 +306,12 @@ struct RunOutput {
   std::vector<LengthTestRow> lengths;  // one per RunSpec::test_pairs, after training
 };
 
-// The optimiser a run's `optimizer` names over `params` at learning rate
-// lr: AdamW (betas 0.9, 0.98, eps 1e-9, no weight decay) or SGD (momentum
-// 0.9). Throws Error for any other name.
+// The optimiser a run's `optimizer` names over `params` (or its parameter
+// groups, each at lr x its factor) at learning rate lr: AdamW with
+// nn::AdamWSettings::attention_paper() or SGD (momentum 0.9). Throws Error
+// for any other name.
+std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
+                                              std::vector<nn::ParamGroup> groups, double lr);
 std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
                                               std::vector<Variable> params, double lr);
 
@@ -427,15 +404,7 @@ plot::Figure figure(const std::string& title, const std::string& x, bool log_x,
                     const std::string& y, bool log_y);
 // A mode's series: its label, its fixed look (mode_look), 1/sqrt(d_k) drawn thick.
 plot::Series mode_series(const std::string& mode, bool markers = false);
-// Every mode keeps one look in every panel and figure, so a reader learns it
-// once: the six default arms and `learned` each have a colour of their own
-// (Okabe-Ito's, svg_plot.h), the other modes share one of those colours,
-// dashed, and are never drawn beside the mode they share it with
-// (mode_panels). An unknown name gets no colour (the palette's by position).
-struct ModeLook {
-  std::string_view color;
-  bool dashed = false;
-};
+// An arm's look (Arm::look): the same in every panel and figure.
 ModeLook mode_look(const std::string& mode);
 // `modes` (in their order) as the panels that show them: one panel when
 // they fit (at most plot::kMaxSeries, no colour twice); else the default

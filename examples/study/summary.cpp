@@ -280,7 +280,7 @@ std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& fina
     s.log_grad_ratio = interval_of_finite(ratios);
     s.log_grad_ratio_vs_default = no_interval();
     const auto reference = runs.find(std::make_tuple(task, d_k, std::string(kDefaultMode)));
-    const bool compared = mode != kDefaultMode && reference != runs.end();
+    const bool compared = !is_reference(mode) && reference != runs.end();
     if (compared) {
       std::vector<double> a, b;
       for (const auto& [x, y] : pairs_of(rows, reference->second)) {
@@ -327,6 +327,14 @@ const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
   for (const SettingSummary& s : summaries)
     if (s.task == task && s.d_k == d_k && s.mode == mode) return &s;
   return nullptr;
+}
+
+std::vector<const SettingSummary*> settings_for(const std::vector<SettingSummary>& summaries,
+                                                const std::string& mode) {
+  std::vector<const SettingSummary*> out;
+  for (const SettingSummary& s : summaries)
+    if (s.mode == mode) out.push_back(&s);
+  return out;
 }
 
 std::string comparison_text(const SettingSummary& s, size_t m) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -70,17 +71,11 @@ namespace {
 // C7: the scale matters in training, and 1/sqrt(d_k) is never beaten.
 Verdict balance_claim(const std::vector<SettingSummary>& training) {
   const int64_t seeds = seeds_of(training);
-  Verdict v{"C7",
-            "in training the scale changes how fast and how well a transformer learns; "
-            "1/sqrt(d_k) is the balanced choice"};
-  v.why =
-      "Too small a scale starts flat and must grow q and k first; too large a scale "
-      "saturates and starves W_Q and W_K of gradient; 1/sqrt(d_k) keeps the logits' "
-      "variance at that of the inputs' at every d_k.";
+  Verdict v = verdict_for("C7");
   int worse_settings = 0, better_settings = 0, modes = 0;
   std::string better_list;
   for (const std::string& mode : study_modes()) {
-    if (mode == kDefaultMode) continue;
+    if (is_reference(mode)) continue;
     TrainingCount t = count_training(training, mode);
     if (t.settings == 0) continue;
     ++modes;
@@ -113,8 +108,6 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
   return v;
 }
 
-bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode == "qk_l2norm"; }
-
 // C8, within each mode without QK normalisation (a comparison across modes
 // would only say that some modes have larger logits than others): over the
 // mode's runs of the train and lr parts, larger logits go with lower entropy
@@ -122,21 +115,16 @@ bool qk_normalised(const std::string& mode) { return mode == "qk_norm" || mode =
 // weights, so the intervals resample seeds, not runs. With QK normalisation
 // the largest logit stays below the unscaled mode's.
 Verdict logit_growth(const std::vector<FinalRow>& runs) {
-  Verdict v{"C8",
-            "logit growth drives entropy collapse and vanishing Q/K gradients without QK "
-            "normalisation"};
-  v.why =
-      "As q and k align in training, |q.k| grows; the softmax sharpens (entropy falls) and "
-      "its Jacobian shrinks, which cuts the gradient to W_Q and W_K but not to W_V "
-      "(Dehghani et al. 2023; Wortsman et al. 2023). Normalising q and k bounds the logits.";
+  Verdict v = verdict_for("C8");
   struct ModeRuns {
     std::vector<double> logit, entropy, ratio;
     std::vector<int64_t> seed;
   };
   std::map<std::string, ModeRuns> by_mode;
-  double normalised_max = 0, unscaled_max = 0;
+  double normalised_max = 0;
+  std::map<std::string, double> largest;  // each mode's largest logit
   for (const FinalRow& r : runs) {
-    if (r.run.mode == "none") unscaled_max = std::max(unscaled_max, r.max_logit);
+    largest[r.run.mode] = std::max(largest[r.run.mode], r.max_logit);
     if (qk_normalised(r.run.mode)) {
       normalised_max = std::max(normalised_max, r.max_logit);
       continue;
@@ -174,6 +162,7 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     return v;
   }
   const bool collapses = collapse == modes, vanishes = vanish == modes;
+  const double unscaled_max = largest["none"];
   const bool bounded = normalised_max > 0 && normalised_max < unscaled_max;
   v.measured =
       "Spearman's rho within each mode, over its runs of the train and lr parts, of the "
@@ -273,8 +262,8 @@ std::string train_table(const TrainOptions& o, const std::vector<SettingSummary>
       md << "| " << s.task << " | " << s.d_k << " | " << s.mode << " | ";
       for (size_t m = 0; m < metrics.size(); ++m) md << metric_cell(s, m) << " | ";
       for (size_t m = 0; m < metrics.size(); ++m)
-        md << (s.mode == kDefaultMode ? "(reference)"
-                                      : comparison_text(s, m) + " " + comparison_word(s.verdict[m]))
+        md << (is_reference(s.mode) ? "(reference)"
+                                    : comparison_text(s, m) + " " + comparison_word(s.verdict[m]))
            << " | ";
       md << significant(s.max_logit.mean, 3) << " |\n";
     }

@@ -7,7 +7,7 @@
 // (training_run.cpp). Here, for the layer where each task looks its answer
 // up: the gradient and the update of unscaled attention against
 // 1/sqrt(d_k)'s, seed by seed, and the difference in accuracy split in two
-// (docs/study.md, "Scale and learning rate"): `none` minus the control is
+// (docs/study.md, "Scale versus learning rate"): `none` minus the control is
 // what the saturated start costs, the control minus 1/sqrt(d_k) what is left
 // once the start is the same, which under Adam is the learning rate of W_Q
 // and W_K.
@@ -120,13 +120,15 @@ std::optional<std::pair<std::string, int64_t>> lead_setting(const TrainResult& b
   std::optional<std::pair<std::string, int64_t>> lead;
   double lowest = kInf;
   for (const auto& [task, d_k] : settings_of(b)) {
-    double none = kInf, ref = kInf;
+    std::map<std::string, double> smallest;  // per mode
     for (const LayerRow& r : b.layers) {
       if (r.run.task != task || r.run.d_k != d_k || r.layer != key_layer(task)) continue;
       if (!(r.grad_norm_wq > 0)) continue;
-      if (r.run.mode == "none") none = std::min(none, r.grad_norm_wq);
-      if (r.run.mode == kDefaultMode) ref = std::min(ref, r.grad_norm_wq);
+      auto [it, added] = smallest.try_emplace(r.run.mode, kInf);
+      it->second = std::min(it->second, r.grad_norm_wq);
     }
+    const double none = smallest.count("none") ? smallest["none"] : kInf,
+                 ref = smallest.count(kDefaultMode) ? smallest[kDefaultMode] : kInf;
     if (none == kInf || ref == kInf || !(none / ref < lowest)) continue;
     lowest = none / ref;
     lead = std::pair{task, d_k};

@@ -1,5 +1,5 @@
 // One training run of the study (study.h), as every training part uses it:
-// the model, its optimisers, the loop with its evaluations, and the run's
+// the model, its optimiser, the loop with its evaluations, and the run's
 // summary; and the runs of a part side by side. What the loop measures of
 // its attention layers is run_probes.cpp's.
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"
+#include "nn/optim/training_step.h"
 #include "nn/scale_variants.h"
 #include "tensor/ops.h"
 
@@ -104,75 +105,49 @@ StudyModel build(const RunSpec& spec, Generator& gen) {
   return m;
 }
 
-// The optimisers: one for the standard parametrisation (AdamW or SGD); a
-// second AdamW at lr x hidden_factor for muP's hidden matrices and output
-// layer (base / width), or for kReparam's W_Q and W_K (d_k^(-1/4)).
-// first.lr() is the run's learning rate either way.
-struct Optimisers {
-  std::unique_ptr<nn::Optimizer> first, hidden;
-  double hidden_factor = 1;
-
-  void set_lr(double lr) {
-    first->set_lr(lr);
-    if (hidden) hidden->set_lr(lr * hidden_factor);
-  }
-  void zero_grad() {
-    first->zero_grad();
-    if (hidden) hidden->zero_grad();
-  }
-  void step() {
-    first->step();
-    if (hidden) hidden->step();
-  }
-};
-
-Optimisers make_optimisers(const RunSpec& spec, const StudyModel& model) {
-  Optimisers o;
-  auto adam = [&spec](std::vector<Variable> params) {
-    return make_optimizer("adamw", std::move(params), spec.task.lr);
-  };
+// The run's optimiser, AdamW or SGD, with its parameter groups: one at the
+// run's learning rate for the standard parametrisation; for muP a second
+// group, its hidden matrices and output layer, at lr x base / width, and for
+// an arm with a learning-rate factor (arms.h: kReparam's d_k^(-1/4)) one of
+// W_Q and W_K at lr x that factor. The other parameters come
+// first, in the model's order: clipping sums the gradients' squares in the
+// optimiser's order, and the study's numbers were made with it.
+std::unique_ptr<nn::Optimizer> make_optimiser(const RunSpec& spec, const StudyModel& model) {
   if (spec.optimizer != "adamw") {
     // Their second learning rate is derived from Adam's step, which does not
     // follow the gradient's size: under SGD it would be another rule.
-    if (spec.key.mode == kReparam || spec.parametrization != Parametrization::Standard)
+    if (has_qk_lr_factor(spec.key.mode) || spec.parametrization != Parametrization::Standard)
       fail("scaling_study: optimizer '" + spec.optimizer +
-           "' takes the standard parametrisation only (not muP, not " + kReparam + ")");
-    o.first = make_optimizer(spec.optimizer, model.owner->parameters(), spec.task.lr);
-    return o;
+           "' takes the standard parametrisation only (not muP, not an arm whose W_Q and W_K "
+           "learn at a rate of their own, as " +
+           spec.key.mode + ")");
+    return make_optimizer(spec.optimizer, model.owner->parameters(), spec.task.lr);
   }
-  if (spec.key.mode == kReparam) {
+  if (has_qk_lr_factor(spec.key.mode)) {
     // Under Adam a step moves a weight by about the learning rate whatever
-    // its gradient, so W_Q' = d_k^(-1/4) W_Q must also move d_k^(-1/4) as far
-    // for W_Q' W_K'^T to follow 1/sqrt(d_k)'s W_Q W_K^T / sqrt(d_k).
+    // its gradient, so kReparam's W_Q' = d_k^(-1/4) W_Q must also move
+    // d_k^(-1/4) as far for W_Q' W_K'^T to follow 1/sqrt(d_k)'s W_Q W_K^T / sqrt(d_k).
     std::vector<const VariableImpl*> qk;
-    std::vector<Variable> scaled, plain;
+    nn::ParamGroup plain, scaled{.lr_factor = qk_lr_factor(spec.key.mode, spec.key.d_k)};
     for (const auto& [name, a] : model.attention)
       for (const nn::Linear* projection : {a->q_proj.get(), a->k_proj.get()})
         for (const Variable* p : {&projection->weight, &projection->bias})
-          if (p->defined()) qk.push_back(p->impl().get()), scaled.push_back(*p);
+          if (p->defined()) qk.push_back(p->impl().get()), scaled.params.push_back(*p);
     for (const Variable& p : model.owner->parameters())
-      if (std::find(qk.begin(), qk.end(), p.impl().get()) == qk.end()) plain.push_back(p);
-    o.first = adam(plain);
-    o.hidden = adam(scaled);
-    o.hidden_factor = std::pow(static_cast<double>(spec.key.d_k), -0.25);
-    return o;
+      if (std::find(qk.begin(), qk.end(), p.impl().get()) == qk.end()) plain.params.push_back(p);
+    return make_optimizer("adamw", {plain, scaled}, spec.task.lr);
   }
-  if (spec.parametrization == Parametrization::Standard) {
-    o.first = adam(model.owner->parameters());
-    return o;
-  }
+  if (spec.parametrization == Parametrization::Standard)
+    return make_optimizer("adamw", model.owner->parameters(), spec.task.lr);
   // muP: a matrix whose both sides grow with the width ("hidden"), or the
   // output layer, learns at lr * base / width; the rest at lr.
-  std::vector<Variable> scaled, plain;
+  nn::ParamGroup plain, scaled{.lr_factor = static_cast<double>(kMuPBaseWidth) /
+                                            static_cast<double>(spec.task.model.d_model)};
   for (const auto& [name, p] : model.owner->named_parameters()) {
     const bool matrix = p.ndim() == 2 && name.find("embed") == std::string::npos;
-    (matrix ? scaled : plain).push_back(p);
+    (matrix ? scaled : plain).params.push_back(p);
   }
-  o.first = adam(plain);
-  o.hidden = adam(scaled);
-  o.hidden_factor =
-      static_cast<double>(kMuPBaseWidth) / static_cast<double>(spec.task.model.d_model);
-  return o;
+  return make_optimizer("adamw", {plain, scaled}, spec.task.lr);
 }
 
 // (right, scored) over the positions whose target is not PAD.
@@ -225,12 +200,17 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
 StudyModel build_model(const RunSpec& spec, Generator& gen) { return build(spec, gen); }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
-                                              std::vector<Variable> params, double lr) {
+                                              std::vector<nn::ParamGroup> groups, double lr) {
   if (optimizer == "adamw")
-    return std::make_unique<nn::AdamW>(std::move(params), lr, 0.9, 0.98, 1e-9, 0.0);
+    return std::make_unique<nn::AdamW>(std::move(groups), lr, nn::AdamWSettings::attention_paper());
   if (optimizer == "sgd")
-    return std::make_unique<nn::SGD>(std::move(params), lr, 0.9, /*nesterov=*/false, 0.0);
+    return std::make_unique<nn::SGD>(std::move(groups), lr, 0.9, /*nesterov=*/false, 0.0);
   fail("scaling_study: unknown optimizer '" + optimizer + "' (expected adamw or sgd)");
+}
+
+std::unique_ptr<nn::Optimizer> make_optimizer(const std::string& optimizer,
+                                              std::vector<Variable> params, double lr) {
+  return make_optimizer(optimizer, std::vector<nn::ParamGroup>{{std::move(params)}}, lr);
 }
 
 RunShape run_shape(const RunSpec& spec) {
@@ -272,8 +252,11 @@ RunOutput train_one(const RunSpec& spec) {
   for (int64_t left = spec.eval_examples; left > 0; left -= 128)
     eval.push_back(make_study_batch(task, std::min<int64_t>(left, 128), eval_gen));
   const int64_t steps = task.steps;
-  Optimisers opt = make_optimisers(spec, model);
-  const int64_t warmup = spec.warmup ? std::max<int64_t>(1, steps / 20) : 1;
+  std::unique_ptr<nn::Optimizer> opt = make_optimiser(spec, model);
+  const nn::LrSchedule schedule =
+      nn::LrSchedule::linear_warmup(task.lr, spec.warmup ? std::max<int64_t>(1, steps / 20) : 1);
+  // Under SGD the clip caps the step too: lr * ||g|| <= lr (momentum aside).
+  const nn::StepOptions step_options{.clip = 1.0, .non_finite = nn::NonFinitePolicy::kDiverge};
   RunOutput out;
   out.final.run = key;
   out.final.optimizer = spec.optimizer;
@@ -296,36 +279,31 @@ RunOutput train_one(const RunSpec& spec) {
       break;
     }
     check_stop();  // a run takes seconds: a stop signal need not wait for it
-    opt.set_lr(task.lr *
-               std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(warmup)));
+    opt->zero_grad();
     Batch b = make_study_batch(task, spec.batch, data);
     // The probe (which takes the composed attention path) only where it is read.
     for (auto& [name, a] : model.attention) a->record_probe = eval_step;
     Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
     train_losses.push_back(loss.item());
     if (step == 0) out.final.initial_loss = train_losses.back();
-    if (!std::isfinite(train_losses.back())) {
-      out.final.diverged = true;
+    std::vector<LayerSnapshot> before;
+    if (std::isfinite(train_losses.back())) {
+      check_stop();  // a large model's forward and backward take long: stop between them
+      loss.backward();
+      // What the run measures of this step's gradients, before they are clipped.
+      if (eval_step) {
+        record_layers(model, key, step, out.layers);
+        before = snapshot(model);
+        if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
+        auto [eval_loss, eval_acc] = evaluate(model, eval);
+        out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
+        solved = task.stop_at > 0 && eval_acc >= task.stop_at;
+      }
+    }
+    if (nn::training_step(*opt, schedule, train_losses.back(), step_options).stop) {
+      out.final.diverged = true;  // a non-finite loss: nothing was updated
       break;
     }
-    check_stop();  // a large model's forward and backward take long: stop between them
-    opt.zero_grad();
-    loss.backward();
-    std::vector<LayerSnapshot> before;
-    if (eval_step) {
-      record_layers(model, key, step, out.layers);
-      before = snapshot(model);
-      if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
-      auto [eval_loss, eval_acc] = evaluate(model, eval);
-      out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
-      solved = task.stop_at > 0 && eval_acc >= task.stop_at;
-    }
-    std::vector<Variable> params = opt.first->params();
-    if (opt.hidden)
-      params.insert(params.end(), opt.hidden->params().begin(), opt.hidden->params().end());
-    // Under SGD this caps the step too: lr * ||g|| <= lr (momentum aside).
-    nn::clip_grad_norm(params, 1.0);
-    opt.step();
     out.final.steps_run = step + 1;
     if (eval_step) record_updates(model, b, before, out.layers);
     if (solved) break;  // after this step's update, so its update columns are filled

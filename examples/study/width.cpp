@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -22,14 +23,33 @@ WidthOptions width_options(const Settings& settings) {
   return o;
 }
 
+namespace {
+// The parametrisations compared: each its arm and its rules.
+struct WidthArm {
+  std::string name, mode;
+  Parametrization parametrization;
+};
+const std::vector<WidthArm>& width_arms() {
+  static const std::vector<WidthArm> table = {
+      {"sp_inv_sqrt_dk", kDefaultMode, Parametrization::Standard},
+      {"sp_inv_dk", "inv_dk", Parametrization::Standard},
+      {"mup", "inv_dk", Parametrization::MuP}};
+  return table;
+}
+}  // namespace
+
 const std::vector<std::string>& parametrizations() {
-  static const std::vector<std::string> names = {"sp_inv_sqrt_dk", "sp_inv_dk", "mup"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const WidthArm& w : width_arms()) out.push_back(w.name);
+    return out;
+  }();
   return names;
 }
 
 std::vector<RunSpec> width_runs(const Settings& settings, const WidthOptions& o) {
   std::vector<RunSpec> runs;
-  for (const std::string& p : parametrizations())
+  for (const WidthArm& p : width_arms())
     for (int64_t d_model : o.d_models)
       for (double lr : o.lrs)
         for (int64_t seed = 0; seed < o.seeds; ++seed) {
@@ -40,10 +60,9 @@ std::vector<RunSpec> width_runs(const Settings& settings, const WidthOptions& o)
           spec.task.model.d_model = d_model, spec.task.model.heads = 2,
           spec.task.model.d_ff = 2 * d_model;
           spec.task.steps = o.steps, spec.task.lr = lr;
-          spec.key = {"reverse", p == "sp_inv_sqrt_dk" ? "inv_sqrt_dk" : "inv_dk", d_model / 2,
-                      seed};
+          spec.key = {"reverse", p.mode, d_model / 2, seed};
           spec.batch = o.batch;
-          spec.parametrization = p == "mup" ? Parametrization::MuP : Parametrization::Standard;
+          spec.parametrization = p.parametrization;
           spec.seed = settings.seed;
           runs.push_back(spec);
         }
@@ -57,10 +76,9 @@ std::vector<WidthRow> run_width(const Settings& settings, const WidthOptions& o)
   std::vector<WidthRow> out;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RunSpec& spec = runs[i];
-    const std::string p = spec.parametrization == Parametrization::MuP ? "mup"
-                          : spec.key.mode == "inv_sqrt_dk"             ? "sp_inv_sqrt_dk"
-                                                                       : "sp_inv_dk";
-    out.push_back({p, spec.task.model.d_model, outputs[i].final});
+    // width_runs' order: parametrisation, then width, learning rate and seed.
+    const size_t per_arm = o.d_models.size() * o.lrs.size() * static_cast<size_t>(o.seeds);
+    out.push_back({width_arms()[i / per_arm].name, spec.task.model.d_model, outputs[i].final});
   }
   return out;
 }
@@ -139,12 +157,7 @@ Verdict width_claim(const std::vector<WidthRow>& rows) {
     if (std::find(grid.begin(), grid.end(), w.run.lr) == grid.end()) grid.push_back(w.run.lr);
   std::sort(grid.begin(), grid.end());
   const std::vector<BestLr> best = best_lr_by_width(rows);
-  Verdict v{"C10", "the best learning rate transfers across width only under muP"};
-  v.why =
-      "Under the standard parametrisation a wider model's updates change its outputs more, "
-      "so its best learning rate falls with width; muP scales the hidden and output "
-      "learning rates by 1/width and the attention by 1/d_k so that they do not (Yang et "
-      "al. 2022).";
+  Verdict v = verdict_for("C10");
   for (const BestLr& b : best)
     v.measured += (v.measured.empty() ? "" : "; ") + b.parametrization + " d_model " +
                   std::to_string(b.d_model) + ": " + significant(b.best_lr, 2);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/examples/run_program.h"
@@ -37,6 +38,25 @@ TEST_F(StudyProgramTest, TheSgdPartIsNamed) {
   EXPECT_NE(r.err.find("unknown part 'bogus' (expected init, train, sgd, depth,"),
             std::string::npos)
       << r.err;
+}
+
+// --modes takes its choices, help and errors from the arms table, and every
+// scale mode of the library is an arm without a row of its own.
+TEST_F(StudyProgramTest, ModesComeFromTheArmsTable) {
+  Result r = run(kScalingStudy, {"--modes", "nnone"});
+  EXPECT_EQ(r.code, 2);
+  for (const char* arm :
+       {"unknown arm 'nnone'", "none_small_init", "none_reparam", "learned_log", "const:<value>"})
+    EXPECT_NE(r.err.find(arm), std::string::npos) << arm << " in " << r.err;
+  r = run(kScalingStudy, {"--help"});
+  EXPECT_NE(r.out.find("none_reparam"), std::string::npos);
+  r = run(kScalingStudy, {"--parts", "train", "--modes", "log_n,inv_sqrt_dk", "--tasks", "reverse",
+                          "--d-ks", "16", "--seeds", "2", "--steps", "20", "--out", path("log_n")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream finals(path("log_n") + "/final_metrics.csv");
+  const std::string text((std::istreambuf_iterator<char>(finals)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(",log_n,"), std::string::npos) << text.substr(0, 400);
 }
 
 TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {

@@ -1,0 +1,74 @@
+// The study's parts as one table. The driver (scaling_study.cpp) plans,
+// runs and reports every part by looping over parts(): the memory check
+// adds up the runs each plans, the report takes the section each returns,
+// and the files a new study clears are the ones the parts list. So adding a
+// part is its own files and one row here (docs/study.md, "Adding a part").
+#pragma once
+
+#include <any>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "examples/study/length.h"
+#include "examples/study/parts.h"
+
+namespace gradflow::study {
+
+// One study: every part's options (made from the Settings; the command line
+// may then change them) and, as each part runs, its results. A part that did
+// not run leaves its results empty, and a section that reads them judges
+// without them (Part::reads).
+struct StudyRun {
+  explicit StudyRun(const Settings& settings);
+
+  Settings settings;
+  InitOptions init_options;
+  std::vector<InitRow> init;
+  TrainOptions train_options;
+  TrainResult train;
+  SgdOptions sgd_options;
+  std::vector<FinalRow> sgd;
+  DepthOptions depth_options;
+  std::vector<DepthRow> depth;
+  LrOptions lr_options;
+  std::vector<FinalRow> lr;
+  WidthOptions width_options;
+  std::vector<WidthRow> width;
+  DepthTrainOptions depth_train_options;
+  DepthTrainResult depth_train;
+  LengthOptions length_options;
+  LengthResult length;
+  // The results of a part added without a member here (add_part), by its name.
+  std::map<std::string, std::any> more{};
+};
+
+struct Part {
+  std::string name{};      // as --parts takes it
+  char letter = '\0';      // the earlier layout's alias ('\0': none)
+  bool in_default = true;  // in the default run; else with --full, or named in --parts
+  std::string summary{};   // what it measures, one line
+  // The training runs it will make, for the memory check before anything
+  // runs; null for a part that trains nothing.
+  std::function<std::vector<RunSpec>(const StudyRun&)> plan{};
+  std::function<void(StudyRun&)> run{};               // measures, into the StudyRun
+  std::function<Section(const StudyRun&)> section{};  // its share of the report
+  std::vector<std::string> reads{};                   // the parts whose results its section reads
+  std::vector<std::string> files{};                   // every file its section may write
+};
+
+// Every part, in the order a reader meets them (and they run).
+const std::vector<Part>& parts();
+// Appends a row, for a part of your own without editing the table (the
+// worked example's test does); before the study starts.
+void add_part(const Part& row);
+// The part named `name` or by its letter; nullptr for none.
+const Part* find_part(const std::string& name);
+// Fails when `section` writes a file its part's row does not list, so
+// study_files() (study.h), which a new study clears, is always complete.
+void check_section_files(const Section& section);
+// "init, train, ..." (every part), for help and errors.
+std::string part_names();
+
+}  // namespace gradflow::study
