@@ -21,6 +21,7 @@
 #include "autograd/reference.h"
 // nn/: modules, layers, attention, blocks and models.
 #include "nn/attention.h"
+#include "nn/ffn_kinds.h"
 #include "nn/generate.h"
 #include "nn/init.h"
 #include "nn/layers.h"
@@ -29,6 +30,7 @@
 #include "nn/masks.h"
 #include "nn/models.h"
 #include "nn/module.h"
+#include "nn/norm_kinds.h"
 #include "nn/positional_schemes.h"
 #include "nn/qk_norm.h"
 #include "nn/rope.h"

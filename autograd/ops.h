@@ -38,6 +38,8 @@ Variable pow(const Variable& x, double p);  // d/dx = p x^(p-1)
 Variable tanh(const Variable& x);           // d/dx = 1 - tanh(x)^2
 Variable relu(const Variable& x);           // d/dx = [x > 0]
 Variable gelu(const Variable& x);           // x Phi(x); d/dx = Phi(x) + x phi(x)
+// x sigmoid(x) (SiLU, swish); with s = sigmoid(x), d/dx = s (1 + x (1 - s)).
+Variable silu(const Variable& x);
 
 // ---- where.cpp: selection by a (non-differentiable) mask ------------------
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);  // cond ? a : b

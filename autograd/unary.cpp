@@ -62,4 +62,19 @@ Variable gelu(const Variable& x) {
                      [xd](const Tensor& g) { return std::vector<Tensor>{gelu_backward(g, xd)}; });
 }
 
+// sigmoid(v) = 1 / (1 + exp(-v)) reaches 0 for v below about -88 (float) and
+// never NaN: exp(-v) overflows to inf and 1 / inf is 0, so silu and its
+// derivative are exactly 0 there, where composing x / (1 + exp(-x)) from the
+// ops above would give a gradient of 0 * inf = NaN.
+Variable silu(const Variable& x) {
+  const Tensor xd = x.data();
+  Tensor y = map_unary(xd, "silu", [](auto v) { return v / (1 + std::exp(-v)); });
+  return make_result(y, "silu", {x}, [xd](const Tensor& g) {
+    return std::vector<Tensor>{map_binary(g, xd, "silu_backward", [](auto p, auto v) {
+      const auto s = 1 / (1 + std::exp(-v));
+      return p * s * (1 + v * (1 - s));
+    })};
+  });
+}
+
 }  // namespace gradflow

@@ -5,7 +5,12 @@
 // reads the table: validation here, and in the programs the command-line
 // flags with their help (--d-model for d_model), the checkpoint metadata
 // (config.d_model) and its round trip (examples/common/run_flags.h). A new
-// option is a member and a row.
+// option is a member and a row, and the row says what a checkpoint written
+// before the option existed meant (`absent`).
+//
+// The choices among layers are tables of their own, read by the rows:
+// scale (scale_modes.h), positional (positional_schemes.h), norm_type
+// (norm_kinds.h) and ffn (ffn_kinds.h).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +31,9 @@ struct ModelConfig {
   ScaleMode scale = {};  // 1/sqrt(d_k)
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
   NormPlacement norm = NormPlacement::Pre;
-  std::string activation = "gelu";  // or "relu"
+  std::string norm_type = "layernorm";  // a norm (norm_kinds.h): "layernorm" or "rmsnorm"
+  std::string ffn = "mlp";              // a feed-forward (ffn_kinds.h): "mlp" or "swiglu"
+  std::string activation = "gelu";      // the mlp's: or "relu"
   // A positional scheme (positional_schemes.h): "learned" (a table),
   // "sinusoidal" (fixed, no parameters), "rope" (q and k turned in every
   // self-attention layer; d_k even) or "alibi" (a distance bias on its logits).
@@ -38,13 +45,17 @@ struct ModelConfig {
   BlockConfig block() const;
   int64_t d_k() const { return head_dim ? head_dim : d_model / heads; }
   // Every field's own check, then those across fields (d_model a multiple of
-  // heads, the positional scheme's needs). Throws a one-line Error naming the
-  // bad field.
+  // heads, the positional scheme's needs, an activation only for the mlp).
+  // Throws a one-line Error naming the bad field.
   void validate() const;
 };
 
+// ModelField::absent of a field every checkpoint has written.
+inline constexpr const char* kRefuseIfAbsent = nullptr;
+
 // One field: the member it is, under its metadata name ("d_model"; its flag
-// is --d-model), what it means, and its own check.
+// is --d-model), what it means, what its absence from an older checkpoint
+// means, and its own check.
 struct ModelField {
   using Member =
       std::variant<int64_t ModelConfig::*, double ModelConfig::*, std::string ModelConfig::*,
@@ -52,6 +63,11 @@ struct ModelField {
   const char* name;
   Member member;
   const char* help;
+  // A checkpoint written before the field existed: the value it was built
+  // with then, as text ("0" for head_dim), which a resume assumes; or
+  // kRefuseIfAbsent, for a field every checkpoint has written, so one without
+  // it is damaged and refused.
+  const char* absent;
   // Set from the data a program trains on (vocab, max_len), not by a flag.
   bool from_data = false;
   // The names a text field may take, or nullptr: any (a scale takes const:<v>).

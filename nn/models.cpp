@@ -2,6 +2,7 @@
 
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/norm_kinds.h"
 #include "nn/positional_schemes.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
@@ -38,8 +39,7 @@ EncoderDecoder::EncoderDecoder(const ModelConfig& c, Init init) : config_(c) {
   embed = register_module("embed", std::make_shared<Embeddings>(c, init));
   encoder = register_module("encoder", std::make_shared<Encoder>(c.layers, c.block(), init));
   decoder = register_module("decoder", std::make_shared<Decoder>(c.layers, with_cross, init));
-  final_norm = register_module("final_norm",
-                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  final_norm = register_module("final_norm", norm_kind(c.norm_type).make(c.d_model, init));
   lm_head = register_module("lm_head",
                             std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
@@ -98,8 +98,7 @@ DecoderLM::DecoderLM(const ModelConfig& c, Init init) : config_(c) {
   c.validate();
   embed = register_module("embed", std::make_shared<Embeddings>(c, init));
   decoder = register_module("decoder", std::make_shared<Decoder>(c.layers, c.block(), init));
-  final_norm = register_module("final_norm",
-                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  final_norm = register_module("final_norm", norm_kind(c.norm_type).make(c.d_model, init));
   lm_head = register_module("lm_head",
                             std::make_shared<Linear>(c.d_model, c.vocab, LinearOptions{}, init));
 }
@@ -125,8 +124,7 @@ EncoderClassifier::EncoderClassifier(int64_t classes, const ModelConfig& c, Init
   if (classes < 0) fail("EncoderClassifier: classes must be >= 0, got ", classes);
   embed = register_module("embed", std::make_shared<Embeddings>(c, init));
   encoder = register_module("encoder", std::make_shared<Encoder>(c.layers, c.block(), init));
-  final_norm = register_module("final_norm",
-                               std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init));
+  final_norm = register_module("final_norm", norm_kind(c.norm_type).make(c.d_model, init));
   head = register_module(
       "head",
       std::make_shared<Linear>(c.d_model, classes > 0 ? classes : c.vocab, LinearOptions{}, init));

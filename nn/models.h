@@ -3,10 +3,11 @@
 // Embeddings: one token table shared by source and target and a learned
 // position table of max_len rows (or fixed sinusoids), added; with rope no
 // table, positions enter as rotations of q and k in every self-attention
-// layer (rope.h). The head is a final LayerNorm and an untied Linear to the
-// vocabulary. With the workload settings of bench/WORKLOADS.md the parameter
-// counts equal the PyTorch peer's (236,688 for seq2seq-tiny, 3,241,568 for
-// gpt-small). Padding masks: masks.h.
+// layer (rope.h). The head is a final norm (of config.norm_type, as the
+// blocks') and an untied Linear to the vocabulary. With the workload
+// settings of bench/WORKLOADS.md the parameter counts equal the PyTorch
+// peer's (236,688 for seq2seq-tiny, 3,241,568 for gpt-small). Padding masks:
+// masks.h.
 #pragma once
 
 #include "nn/embedding.h"
@@ -47,7 +48,7 @@ class EncoderDecoder : public Module {
   std::shared_ptr<Embeddings> embed;
   std::shared_ptr<Encoder> encoder;
   std::shared_ptr<Decoder> decoder;
-  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Norm> final_norm;
   std::shared_ptr<Linear> lm_head;
 
  private:
@@ -68,7 +69,7 @@ class DecoderLM : public Module {
   const ModelConfig& config() const { return config_; }
   std::shared_ptr<Embeddings> embed;
   std::shared_ptr<Decoder> decoder;
-  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Norm> final_norm;
   std::shared_ptr<Linear> lm_head;
 
  private:
@@ -87,7 +88,7 @@ class EncoderClassifier : public Module {
   std::string describe() const override { return "EncoderClassifier"; }
   std::shared_ptr<Embeddings> embed;
   std::shared_ptr<Encoder> encoder;
-  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Norm> final_norm;
   std::shared_ptr<Linear> head;
 
  private:

@@ -12,7 +12,8 @@ void even_d_k(const PositionalContext& c) {
 const std::vector<PositionalScheme>& positional_schemes() {
   using Table = PositionalScheme::Table;
   static const std::vector<PositionalScheme> table = {
-      {"learned", "a learned table added to the embeddings", Table::Learned},
+      {"learned", "a learned table added to the embeddings", Table::Learned, nullptr, nullptr,
+       false, [](double max_len, double d_model) { return max_len * d_model; }},
       {"sinusoidal", "fixed sinusoids added to the embeddings", Table::Sinusoidal},
       {"rope", "rotary embeddings turning q and k in every self-attention layer", Table::None,
        make_rope, even_d_k},

@@ -44,6 +44,10 @@ struct PositionalScheme {
   // Its variant changes the logits, so the layer leaves the fused kernel and
   // keeps the (B, H, T, S) weights for the backward (the memory estimate).
   bool transforms_scores = false;
+  // The parameters of its embeddings' table (max_len x d_model for learned);
+  // null if none. For the memory estimate (tested against the models
+  // built), in a double: a hostile size's count need not fit in int64.
+  double (*parameters)(double max_len, double d_model) = nullptr;
 };
 
 const std::vector<PositionalScheme>& positional_schemes();

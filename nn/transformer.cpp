@@ -1,6 +1,8 @@
 #include "nn/transformer.h"
 
 #include "autograd/ops.h"
+#include "nn/ffn_kinds.h"
+#include "nn/norm_kinds.h"
 
 namespace gradflow::nn {
 
@@ -14,32 +16,21 @@ NormPlacement parse_norm_placement(const std::string& name) {
   fail("norm placement: unknown '", name, "' (expected pre or post)");
 }
 
-FeedForward::FeedForward(const BlockConfig& c, Init init) : activation_(c.activation) {
-  if (c.activation != "gelu" && c.activation != "relu")
-    fail("FeedForward: activation must be gelu or relu, got '", c.activation, "'");
-  if (c.d_ff <= 0) fail("FeedForward: d_ff must be positive, got ", c.d_ff);
-  fc1 = register_module("fc1", std::make_shared<Linear>(c.d_model, c.d_ff, LinearOptions{}, init));
-  fc2 = register_module("fc2", std::make_shared<Linear>(c.d_ff, c.d_model, LinearOptions{}, init));
-}
-
-Variable FeedForward::forward(const Variable& x) const {
-  const GraphScope scope = graph_scope();
-  Variable h = fc1->forward(x);
-  if (activation_ != "gelu") return fc2->forward(relu(h));
-  // fc2(gelu(h)), with gelu(h) recomputed in the backward rather than kept.
-  return gelu_linear(h, fc2->weight, fc2->bias);
-}
-
 namespace {
 // One residual sublayer in either arrangement; `f` is the sublayer itself.
 template <class F>
-Variable residual(const Variable& x, const LayerNorm& norm, NormPlacement placement,
+Variable residual(const Variable& x, const Norm& norm, NormPlacement placement,
                   const Dropout& dropout, F f) {
   if (placement == NormPlacement::Pre) return x + dropout.forward(f(norm.forward(x)));
   return norm.forward(x + dropout.forward(f(x)));
 }
-std::shared_ptr<LayerNorm> norm_of(const BlockConfig& c, Init init) {
-  return std::make_shared<LayerNorm>(c.d_model, LayerNormOptions{}, init);
+std::shared_ptr<Norm> norm_of(const BlockConfig& c, Init init) {
+  return norm_kind(c.norm_type).make(c.d_model, init);
+}
+std::shared_ptr<FeedForward> ff_of(const BlockConfig& c, Init init) {
+  check_ffn_activation(c.ffn, c.activation);
+  return ffn_kind(c.ffn).make(
+      {.d_model = c.d_model, .d_ff = c.d_ff, .activation = c.activation, .init = init});
 }
 }  // namespace
 
@@ -50,7 +41,7 @@ EncoderLayer::EncoderLayer(const BlockConfig& c, Init init) : config_(c) {
   self_attn = register_module("self_attn",
                               std::make_shared<MultiHeadAttention>(c.d_model, c.attention, init));
   ff_norm = register_module("ff_norm", norm_of(c, init));
-  ff = register_module("ff", std::make_shared<FeedForward>(c, init));
+  ff = register_module("ff", ff_of(c, init));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, init));
 }
 
@@ -77,7 +68,7 @@ DecoderLayer::DecoderLayer(const BlockConfig& c, Init init) : config_(c) {
         register_module("cross_attn", std::make_shared<MultiHeadAttention>(c.d_model, cross, init));
   }
   ff_norm = register_module("ff_norm", norm_of(c, init));
-  ff = register_module("ff", std::make_shared<FeedForward>(c, init));
+  ff = register_module("ff", ff_of(c, init));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(c.dropout, init));
 }
 

@@ -1,10 +1,12 @@
 // Transformer blocks and stacks. Shapes: x (B, T, C) with C = d_model;
 // memory (B, S, C) the encoder output; masks as in masks.h (nonzero = hidden).
 //
-// Pre-LN (default):  x = x + Attn(LN(x)); [x = x + CrossAttn(LN(x), memory)];
-//                    x = x + FF(LN(x))
-// Post-LN (Vaswani et al. 2017): x = LN(x + Attn(x)); ... ; x = LN(x + FF(x))
-// FF(x) = fc2(act(fc1(x))), act = GELU (erf) or ReLU.
+// Pre-LN (default):  x = x + Attn(N(x)); [x = x + CrossAttn(N(x), memory)];
+//                    x = x + FF(N(x))
+// Post-LN (Vaswani et al. 2017): x = N(x + Attn(x)); ... ; x = N(x + FF(x))
+// N is a norm of the table in norm_kinds.h (LayerNorm by default, or
+// RMSNorm), FF a feed-forward of the table in ffn_kinds.h (the MLP
+// fc2(act(fc1(x))), act GELU (erf) or ReLU, by default, or SwiGLU).
 #pragma once
 
 #include <memory>
@@ -13,12 +15,12 @@
 
 #include "nn/attention.h"
 #include "nn/dropout.h"
-#include "nn/linear.h"
+#include "nn/feed_forward.h"
 #include "nn/norm.h"
 
 namespace gradflow::nn {
 
-// Where each sublayer's LayerNorm sits: before it, inside the residual
+// Where each sublayer's norm sits: before it, inside the residual
 // branch (Pre), or after the residual add (Post).
 enum class NormPlacement { Pre, Post };
 std::string norm_placement_name(NormPlacement placement);     // "pre" or "post"
@@ -30,23 +32,14 @@ struct BlockConfig {
   int64_t d_model = 64, d_ff = 256;
   AttentionConfig attention = {};  // heads 4, d_k = d_model / heads, 1/sqrt(d_k)
   NormPlacement norm = NormPlacement::Pre;
-  std::string activation = "gelu";  // or "relu"
-  double dropout = 0;               // on each sublayer's output, before the residual add
+  std::string norm_type = "layernorm";  // an entry of norm_kinds(): or "rmsnorm"
+  std::string ffn = "mlp";              // an entry of ffn_kinds(): or "swiglu"
+  std::string activation = "gelu";      // the mlp's: or "relu"
+  double dropout = 0;                   // on each sublayer's output, before the residual add
   // Decoder layers only: also attend to the encoder's output (seq2seq).
   // Cross-attention gets no rope: its queries and keys are positions of two
   // different sequences.
   bool cross_attention = false;
-};
-
-class FeedForward : public Module {
- public:
-  FeedForward(const BlockConfig& config, Init init = {});
-  Variable forward(const Variable& x) const;
-  std::string describe() const override { return "FeedForward(" + activation_ + ")"; }
-  std::shared_ptr<Linear> fc1, fc2;
-
- private:
-  std::string activation_;
 };
 
 // Self-attention (bidirectional unless a mask says otherwise) + feed-forward.
@@ -58,7 +51,7 @@ class EncoderLayer : public Module {
     return config_.norm == NormPlacement::Pre ? "EncoderLayer(pre-LN)" : "EncoderLayer(post-LN)";
   }
   std::shared_ptr<MultiHeadAttention> self_attn;
-  std::shared_ptr<LayerNorm> self_attn_norm, ff_norm;
+  std::shared_ptr<Norm> self_attn_norm, ff_norm;
   std::shared_ptr<FeedForward> ff;
 
  private:
@@ -81,7 +74,7 @@ class DecoderLayer : public Module {
                    const Tensor& memory_mask = Tensor(), LayerCache* cache = nullptr) const;
   std::string describe() const override;
   std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;  // cross_attn null if none
-  std::shared_ptr<LayerNorm> self_attn_norm, cross_attn_norm, ff_norm;
+  std::shared_ptr<Norm> self_attn_norm, cross_attn_norm, ff_norm;
   std::shared_ptr<FeedForward> ff;
 
  private:

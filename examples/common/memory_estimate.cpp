@@ -1,7 +1,5 @@
 #include "examples/common/memory_estimate.h"
 
-#include "nn/positional_schemes.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +8,9 @@
 #include <string>
 
 #include "examples/common/args.h"
+#include "nn/ffn_kinds.h"
+#include "nn/norm_kinds.h"
+#include "nn/positional_schemes.h"
 
 namespace gradflow::examples {
 namespace {
@@ -17,7 +18,9 @@ namespace {
 // Floats per token (fitted to the peak tensor memory of training steps; see
 // the header): kept for the backward by each block; the backward's
 // gradients of one block's feed-forward, which are alive at the peak; the
-// embeddings; the logits and their softmax.
+// embeddings; the logits and their softmax. kBlockF is per (tokens, F)
+// tensor the feed-forward keeps (ffn_kinds.h: the MLP 1, SwiGLU 4); a
+// norm's own kept tensors (norm_kinds.h: RMSNorm 1) add to kBlockC.
 constexpr double kBlockC = 4, kBlockA = 4, kBlockF = 1;  // self-attention and feed-forward
 constexpr double kCrossC = 2, kCrossA = 3;               // cross-attention, per target token
 constexpr double kCrossKV = 2;                           // its keys and values, per source token
@@ -32,10 +35,11 @@ constexpr double kScoresAtOnce = 2;
 constexpr double kEvalScoresAtOnce = 4;
 // --reference's other composed ops, per token and block.
 constexpr double kReferenceC = 6, kReferenceF = 1;
-// A forward without gradients, per token: the feed-forward's hidden layer
-// before and after its activation, the residual stream and attention's
-// projections, and the logits with their softmax.
-constexpr double kEvalF = 2.25, kEvalC = 5, kEvalA = 3, kEvalV = 2;
+// A forward without gradients, per token: the feed-forward's hidden
+// tensors alive at once (kEvalF per one: the MLP's 2, before and after its
+// activation, SwiGLU's 4), the residual stream and attention's projections,
+// and the logits with their softmax.
+constexpr double kEvalF = 1.125, kEvalC = 5, kEvalA = 3, kEvalV = 2;
 constexpr double kFloat = 4;                    // bytes: the models train in float32
 constexpr double kCachedCap = double(1 << 30);  // tensor/storage.cpp's kMaxCachedBytes
 constexpr double kBaseline = 96.0 * (1 << 20);  // program, threads, OpenBLAS buffers
@@ -85,15 +89,16 @@ Attention attention_scores(const TrainingShape& shape, double b) {
 double count_parameters(const TrainingShape& shape) {
   const nn::ModelConfig& config = shape.config;
   const Sizes s = sizes_of(config);
+  // Each part's count is its table's (norm_kinds.h, ffn_kinds.h,
+  // positional_schemes.h, scale_modes.h through attention_parameters), so a
+  // new entry brings its own; tested against the models built.
   const double attention = attention_parameters(config, s);
-  const double ff = 2 * s.c * s.f + s.f + s.c, norm = 2 * s.c;
+  const double norm = nn::norm_kind(config.norm_type).parameters(s.c);
+  const double ff = nn::ffn_kind(config.ffn).parameters(s.c, s.f);
+  const auto table = nn::positional_scheme(config.positional).parameters;
   const double block = attention + ff + 2 * norm;       // nn/transformer.cpp
   const double cross_block = block + attention + norm;  // a decoder block with cross-attention
-  double p = s.v * s.c +
-             (nn::positional_scheme(config.positional).table == nn::PositionalScheme::Table::Learned
-                  ? s.max_len * s.c
-                  : 0) +
-             norm;
+  double p = s.v * s.c + (table ? table(s.max_len, s.c) : 0) + norm;
   switch (shape.kind) {
     case ModelKind::kEncoderDecoder:
       p += s.layers * (block + cross_block) + s.c * s.v + s.v;
@@ -114,8 +119,12 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
   const Sizes s = sizes_of(shape.config);
   const double b = double(shape.batch), src = b * double(shape.src_len),
                tgt = b * double(shape.tgt_len);
-  const double block = kBlockC * s.c + kBlockA * s.a + kBlockF * s.f;
-  const double cross = kCrossC * s.c + kCrossA * s.a;
+  const nn::NormKind& norm = nn::norm_kind(shape.config.norm_type);
+  const nn::FfnKind& ffn = nn::ffn_kind(shape.config.ffn);
+  // A block's two norms, and a cross-attention's third.
+  const double block =
+      kBlockC * s.c + kBlockA * s.a + kBlockF * ffn.kept * s.f + 2 * norm.kept * s.c;
+  const double cross = kCrossC * s.c + kCrossA * s.a + norm.kept * s.c;
   double floats = 0;  // activations alive at the backward's peak
   switch (shape.kind) {
     case ModelKind::kEncoderDecoder:
@@ -133,7 +142,8 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
     }
   }
   const bool transformed = shape.keeps_attention_weights ||
-                           nn::positional_scheme(shape.config.positional).transforms_scores;
+                           nn::positional_scheme(shape.config.positional).transforms_scores ||
+                           shape.config.scale.entry().transforms_scores;
   const bool composed = shape.reference || transformed;
   const Attention scores = attention_scores(shape, b);
   if (composed) {
@@ -155,7 +165,7 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
     const double head = shape.kind == ModelKind::kEncoder && shape.classes > 0
                             ? eb * double(shape.classes)
                             : tokens * s.v;
-    double eval = tokens * (kEvalF * s.f + kEvalC * s.c + kEvalA * s.a) + kEvalV * head;
+    double eval = tokens * (kEvalF * ffn.alive * s.f + kEvalC * s.c + kEvalA * s.a) + kEvalV * head;
     if (composed) eval += kEvalScoresAtOnce * attention_scores(shape, eb).largest;
     e.eval_bytes = kFloat * eval;
   }

@@ -6,15 +6,21 @@
 // d_ff, V the head's outputs, L blocks per stack; N tokens through a stack,
 // B x its sequence length):
 //
-//   parameters  counted as the models build them (equal to
-//               Module::num_parameters, tested)
+//   parameters  summed from the tables' own counts, each part's from its
+//               entry (norm_kinds.h, ffn_kinds.h, scale_modes.h,
+//               positional_schemes.h); equal to Module::num_parameters for
+//               every combination of entries, tested
 //   step        16 P          weights, gradients and AdamW's two moments
 //             + 4 x floats    the activations alive at the backward's peak, per
-//                             token: L (4 C + 4 A + F) kept by the blocks,
-//                             2 F of one block's gradients, 1.5 C of
-//                             embeddings and 2 V of logits and softmax; a
-//                             decoder block's cross-attention adds 2 C + 3 A
-//                             per target token and 2 A per source token
+//                             token: L (4 C + 4 A + k F + 2 n C) kept by the
+//                             blocks, k the (tokens, F) tensors the
+//                             feed-forward keeps (the MLP 1, SwiGLU 4) and n
+//                             those a norm keeps beyond its input (LayerNorm
+//                             0, RMSNorm 1); 2 F of one block's gradients,
+//                             1.5 C of embeddings and 2 V of logits and
+//                             softmax; a decoder block's cross-attention adds
+//                             2 C + 3 A + n C per target token and 2 A per
+//                             source token
 //             + 4 x scores    the composed attention's (B, H, T, S) tensors, when
 //                             attention is composed (--scale learned,
 //                             --reference, a variant that transforms the scores,
@@ -26,7 +32,9 @@
 //                             composed layer norms, GELU and cross-entropy
 //   evaluation  16 P          the step's weights, gradients and moments, alive
 //             + 4 x floats    a forward without gradients of eval_batch
-//                             sequences: 2.25 F + 5 C + 3 A + 2 V per token, and
+//                             sequences: 1.125 a F + 5 C + 3 A + 2 V per token,
+//                             a the (tokens, F) tensors the feed-forward has
+//                             alive at once (the MLP 2, SwiGLU 4), and
 //                             4 (B, H, T, S) tensors of the largest attention
 //                             when it is composed
 //   save        36 P          the step's 16 P, the optimizer state copied
@@ -41,8 +49,13 @@
 // resident memory of charlm and classify runs whose memory those terms
 // dominate. tests/examples/memory_estimate_test.cpp keeps the total within
 // [1x, 2x] of the peak resident memory the programs reach, for every scale
-// mode, --reference and evaluation, and the tensor part within [1x, 2x] of a
-// step's peak tensor memory with a variant that transforms the scores.
+// mode, norm, feed-forward, --reference and evaluation, and the tensor part
+// within [1x, 2x] of a step's peak tensor memory with a variant that
+// transforms the scores and for every norm and feed-forward. RMSNorm's and
+// SwiGLU's columns were measured so: a step of C 256, F 1024, T 128, B 16
+// keeps 2.9 F per token and layer more with SwiGLU than with the MLP
+// (columns: 3) and 2 C more with RMSNorm (its two norms), and an evaluation
+// has 2 F more alive at once with SwiGLU (columns: 2.25).
 #pragma once
 
 #include <cstdint>

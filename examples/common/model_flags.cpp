@@ -79,12 +79,14 @@ void check_float32(double value) {
 }
 
 nn::ScaleMode parse_scale(const std::string& text) {
-  if (text.rfind("const:", 0) == 0) {
+  for (const nn::ScaleModeEntry& entry : nn::scale_modes()) {
+    const std::string prefix = entry.name + std::string(":");
+    if (!entry.takes_value || text.rfind(prefix, 0) != 0) continue;
     // The number of const:<v> is read as every flag's number is (args.h):
     // " 1" and "0x10" are refused here as they are for --lr.
     double value = 0;
-    cli::detail::parse_value("const", std::string_view(text).substr(6), &value);
-    if (!(value > 0)) throw UsageError("const: must be > 0, got " + text.substr(6));
+    cli::detail::parse_value(entry.name, std::string_view(text).substr(prefix.size()), &value);
+    if (!(value > 0)) throw UsageError(prefix + " must be > 0, got " + text.substr(prefix.size()));
     check_float32(value);
   }
   try {
@@ -108,13 +110,14 @@ nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
       const std::string key = std::string("config.") + field.name;
       auto it =
           std::find_if(m.begin(), m.end(), [&key](const auto& kv) { return kv.first == key; });
-      // head_dim came after the first checkpoints: absent, d_k = d_model / heads.
-      if (it == m.end() && key == "config.head_dim") continue;
-      if (it == m.end()) throw UsageError("no " + key);
+      // A field the checkpoint predates: the value it had then, if the table
+      // says (field.absent); otherwise the checkpoint is damaged.
+      if (it == m.end() && field.absent == nn::kRefuseIfAbsent) throw UsageError("no " + key);
+      const std::string text = it == m.end() ? field.absent : it->second;
       try {
-        set_field(field, c, it->second);
+        set_field(field, c, text);
       } catch (const std::exception& e) {
-        throw UsageError(key + " " + cli::quote(it->second) + ": " + e.what());
+        throw UsageError(key + " " + cli::quote(text) + ": " + e.what());
       }
     }
     c.validate();

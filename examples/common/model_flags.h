@@ -31,8 +31,9 @@ void check_float32(double value);
 nn::ScaleMode parse_scale(const std::string& text);
 
 // Every field as metadata ("config.d_model" = "64", ...) and back, checked
-// with validate(). head_dim, absent, is 0 (d_model / heads); every other field
-// must be there.
+// with validate(). A field missing from the metadata (a checkpoint older than
+// the field) takes the value its row's `absent` says (head_dim 0, norm_type
+// layernorm, ffn mlp), or is refused where the row says so.
 nn::Metadata config_metadata(const nn::ModelConfig& config);
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
 

@@ -16,6 +16,7 @@ using cli::UsageError;
 cli::Option<std::string>& RunFlags::add_choice(const std::string& name, std::string* target,
                                                std::vector<std::string> choices, std::string help) {
   flags_.emplace_back(name, [target] { return *target; });
+  defaults_.push_back(*target);
   return args_.add_choice(name, target, std::move(choices), std::move(help));
 }
 
@@ -25,6 +26,7 @@ cli::Option<std::string>& RunFlags::add_text(const std::string& name, std::strin
   texts_.push_back(get());
   cli::Option<std::string>& option = args_.add(name, &texts_.back(), std::move(help));
   option.set_default_text(get());
+  defaults_.push_back(get());
   flags_.emplace_back(name, std::move(get));
   return option.check(std::move(set));
 }
@@ -37,12 +39,14 @@ nn::Metadata RunFlags::to_metadata() const {
 
 void RunFlags::restore(const nn::Metadata& metadata, const std::vector<std::string>& command_line) {
   std::vector<std::string> stored, values;
-  for (const auto& [name, get] : flags_) {
+  for (size_t i = 0; i < flags_.size(); ++i) {
+    const std::string& name = flags_[i].first;
     auto it = std::find_if(metadata.begin(), metadata.end(),
                            [&](const auto& kv) { return kv.first == "flag." + name; });
-    // A checkpoint older than a flag ran with that flag's default.
+    // A checkpoint older than a flag ran with that flag's default, not with
+    // whatever the command line, already parsed, gave it.
     if (it == metadata.end()) {
-      values.push_back(get());
+      values.push_back(defaults_[i]);
       continue;
     }
     stored.push_back(name + "=" + it->second);

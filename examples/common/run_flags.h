@@ -39,6 +39,7 @@ class RunFlags {
       else
         return cli::detail::format_value(*target);
     });
+    defaults_.push_back(flags_.back().second());
     return args_.add(name, target, std::move(help));
   }
   cli::Option<std::string>& add_choice(const std::string& name, std::string* target,
@@ -60,6 +61,9 @@ class RunFlags {
  private:
   cli::ArgParser& args_;
   std::vector<std::pair<std::string, std::function<std::string()>>> flags_;
+  // Each flag's text when it was registered, its default: what a checkpoint
+  // older than the flag ran with (the command line may have set it since).
+  std::vector<std::string> defaults_;
   std::deque<std::string> texts_;  // add_text's targets: a deque keeps them in place
 };
 

@@ -1,7 +1,8 @@
 // Every ModelConfig option from the command line: --positional, --norm,
-// --activation and --dropout reach the config, are run flags a resume
-// restores, and every config field round-trips through checkpoint metadata,
-// older checkpoints included.
+// --norm-type, --ffn, --activation and --dropout reach the config, are run
+// flags a resume restores, and every config field round-trips through
+// checkpoint metadata, older checkpoints included: a field missing from one
+// reads as its row's `absent` says.
 #include <gtest/gtest.h>
 
 #include "examples/common/run_flags.h"
@@ -25,6 +26,8 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
   EXPECT_EQ(defaults.positional, "learned");
   EXPECT_EQ(defaults.norm, nn::NormPlacement::Pre);
   EXPECT_EQ(defaults.activation, "gelu");
+  EXPECT_EQ(defaults.norm_type, "layernorm");
+  EXPECT_EQ(defaults.ffn, "mlp");
   EXPECT_EQ(defaults.dropout, 0);
 
   args.parse({"--positional", "rope", "--norm", "post", "--activation", "relu", "--dropout", "0.1",
@@ -43,8 +46,19 @@ TEST(ModelFlags, EveryOptionReachesTheModelConfig) {
   f.model.dropout = 0;
   EXPECT_EQ(loop_options(f).parts, 2);
 
+  Flags kinds_flags;
+  kinds_flags.args.parse({"--norm-type", "rmsnorm", "--ffn", "swiglu"});
+  nn::ModelConfig kinds = model_config(kinds_flags.f, 10, 8);
+  EXPECT_EQ(kinds.norm_type, "rmsnorm");
+  EXPECT_EQ(kinds.ffn, "swiglu");
+  EXPECT_EQ(kinds.block().norm_type, "rmsnorm");
+  EXPECT_EQ(kinds.block().ffn, "swiglu");
+  EXPECT_NO_THROW(kinds.validate());
+
   for (const std::vector<std::string>& bad : {std::vector<std::string>{"--positional", "nope"},
                                               {"--norm", "sandwich"},
+                                              {"--norm-type", "batchnorm"},
+                                              {"--ffn", "geglu"},
                                               {"--activation", "tanh"},
                                               {"--dropout", "1"},
                                               {"--dropout", "-0.1"}}) {
@@ -58,7 +72,7 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   Flags args1_flags;
   auto& [args1, run1, f1] = args1_flags;
   args1.parse({"--positional", "sinusoidal", "--norm", "post", "--activation", "relu", "--dropout",
-               "0.25"});
+               "0.25", "--norm-type", "rmsnorm"});
   const nn::Metadata saved = run1.to_metadata();
 
   Flags args2_flags;
@@ -68,6 +82,7 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   EXPECT_EQ(f2.model.norm, nn::NormPlacement::Post);
   EXPECT_EQ(f2.model.activation, "relu");
   EXPECT_EQ(f2.model.dropout, 0.25);
+  EXPECT_EQ(f2.model.norm_type, "rmsnorm");
 
   Flags args3_flags;
   auto& [args3, run3, f3] = args3_flags;
@@ -78,9 +93,10 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   nn::Metadata old;
   for (const auto& kv : saved)
     if (kv.first != "flag.--positional" && kv.first != "flag.--norm" &&
-        kv.first != "flag.--activation" && kv.first != "flag.--dropout")
+        kv.first != "flag.--activation" && kv.first != "flag.--dropout" &&
+        kv.first != "flag.--norm-type" && kv.first != "flag.--ffn")
       old.push_back(kv);
-  ASSERT_EQ(old.size() + 4, saved.size());
+  ASSERT_EQ(old.size() + 6, saved.size());
   Flags args4_flags;
   auto& [args4, run4, f4] = args4_flags;
   run4.restore(old, {});
@@ -88,9 +104,22 @@ TEST(ModelFlags, AResumeRestoresThemAndACheckpointBeforeThemTakesTheDefaults) {
   EXPECT_EQ(f4.model.norm, nn::NormPlacement::Pre);
   EXPECT_EQ(f4.model.activation, "gelu");
   EXPECT_EQ(f4.model.dropout, 0);
-  Flags args5_flags;
-  auto& [args5, run5, f5] = args5_flags;
-  EXPECT_THROW(run5.restore(old, {"--norm", "post"}), cli::UsageError);
+  EXPECT_EQ(f4.model.norm_type, "layernorm");
+  EXPECT_EQ(f4.model.ffn, "mlp");
+  for (const std::vector<std::string>& other : {std::vector<std::string>{"--norm", "post"},
+                                                {"--norm-type", "rmsnorm"},
+                                                {"--ffn", "swiglu"}}) {
+    Flags args5_flags;
+    auto& [args5, run5, f5] = args5_flags;
+    EXPECT_THROW(run5.restore(old, other), cli::UsageError) << other[0];
+    // As a program does it: the command line parsed before the checkpoint is
+    // read. The flag then holds the command line's value, which must still be
+    // compared with the default the checkpoint ran with (it once was not).
+    Flags args6_flags;
+    auto& [args6, run6, f6] = args6_flags;
+    args6.parse(other);
+    EXPECT_THROW(run6.restore(old, other), cli::UsageError) << other[0];
+  }
 }
 
 TEST(ModelFlags, EveryConfigFieldRoundTripsAndOlderKeysRead) {
@@ -122,6 +151,53 @@ TEST(ModelFlags, EveryConfigFieldRoundTripsAndOlderKeysRead) {
   for (auto& [key, value] : bad)
     if (key == "config.norm") value = "sandwich";
   EXPECT_THROW(config_from_metadata(bad), cli::UsageError);
+
+  // RMSNorm and SwiGLU round-trip too.
+  nn::ModelConfig kinds = c;
+  kinds.norm_type = "rmsnorm", kinds.ffn = "swiglu", kinds.activation = "gelu";
+  EXPECT_EQ(config_metadata(config_from_metadata(config_metadata(kinds))), config_metadata(kinds));
+}
+
+// Each field's row says what a checkpoint without it meant: the fields added
+// since the first checkpoints (head_dim, norm_type, ffn) read as the model
+// every checkpoint before them built; every other missing field is refused,
+// naming it.
+TEST(ModelFlags, EachFieldSaysWhatItsAbsenceMeans) {
+  nn::ModelConfig c;
+  c.vocab = 7, c.d_model = 24, c.heads = 3, c.head_dim = 6, c.norm_type = "rmsnorm";
+  c.ffn = "swiglu";
+  const nn::Metadata m = config_metadata(c);
+  std::vector<std::string> assumed;
+  for (const nn::ModelField& field : nn::model_fields()) {
+    const std::string key = std::string("config.") + field.name;
+    nn::Metadata without;
+    for (const auto& kv : m)
+      if (kv.first != key) without.push_back(kv);
+    ASSERT_EQ(without.size() + 1, m.size()) << key;
+    if (field.absent == nn::kRefuseIfAbsent) {
+      try {
+        config_from_metadata(without);
+        ADD_FAILURE() << key << " missing was not refused";
+      } catch (const cli::UsageError& e) {
+        EXPECT_EQ(std::string(e.what()), "--resume: bad model config in the checkpoint: no " + key);
+      }
+      continue;
+    }
+    assumed.push_back(field.name);
+    const nn::ModelConfig read = config_from_metadata(without);
+    EXPECT_EQ(field_text(field, read), field.absent) << key;
+    EXPECT_EQ(field_text(field, nn::ModelConfig{}), field.absent)
+        << key << ": what an older checkpoint meant is the default, today's behaviour";
+  }
+  EXPECT_EQ(assumed, (std::vector<std::string>{"head_dim", "norm_type", "ffn"}));
+  // All three at once: a checkpoint from before head_dim.
+  nn::Metadata oldest;
+  for (const auto& kv : m)
+    if (kv.first != "config.head_dim" && kv.first != "config.norm_type" && kv.first != "config.ffn")
+      oldest.push_back(kv);
+  nn::ModelConfig d = c;
+  d.head_dim = 0, d.norm_type = "layernorm", d.ffn = "mlp";
+  EXPECT_EQ(config_metadata(config_from_metadata(oldest)), config_metadata(d));
 }
 
 // The table of nn/model_config.h is the one list: every field a flag sets is
@@ -132,7 +208,7 @@ TEST(ModelFlags, EveryFieldOfTheTableIsAFlagAndAMetadataKey) {
   want.d_model = 24, want.heads = 3, want.layers = 5, want.d_ff = 40, want.head_dim = 6;
   want.scale = nn::ScaleMode::parse("const:0.25");
   want.norm = nn::NormPlacement::Post, want.activation = "relu";
-  want.positional = "alibi", want.dropout = 0.125;
+  want.positional = "alibi", want.dropout = 0.125, want.norm_type = "rmsnorm";
   Flags flags;
   auto& [args, run, f] = flags;
   std::vector<std::string> line;
@@ -143,7 +219,7 @@ TEST(ModelFlags, EveryFieldOfTheTableIsAFlagAndAMetadataKey) {
     line.push_back(flag_name(field));
     line.push_back(field_text(field, want));
   }
-  EXPECT_EQ(flagged, 10);  // all but vocab and max_len
+  EXPECT_EQ(flagged, 12);  // all but vocab and max_len
   args.parse(line);
   const nn::ModelConfig got = model_config(f, want.vocab, want.max_len);
   EXPECT_EQ(config_metadata(got), config_metadata(want));
@@ -180,6 +256,10 @@ TEST(ModelFlags, EachFieldChecksItsOwnValueAndValidateTheRest) {
             "model config: positional rope: rope turns pairs of dimensions, so d_k must be even, "
             "got 5");
   EXPECT_EQ(error_of({"--d-model", "30", "--heads", "4", "--head-dim", "8"}), "no error");
+  EXPECT_EQ(error_of({"--ffn", "swiglu", "--activation", "relu"}),
+            "model config: ffn swiglu takes no activation (its own is fixed); activation relu is "
+            "for ffn mlp");
+  EXPECT_EQ(error_of({"--ffn", "swiglu", "--norm-type", "rmsnorm"}), "no error");
   nn::ModelConfig c;
   c.positional = "nope";
   EXPECT_THROW(

@@ -1,11 +1,11 @@
 // rebuild_batch_writer OUT_DIR: the inputs of docs/rebuild_in_pytorch.py,
 // for the PyTorch rebuild tests (tests/CMakeLists.txt). For each model kind
-// and variant below it trains a small model from a fixed seed until it has
-// learned its task, then writes
+// and each case of tests/nn/rebuild_cases.txt it trains a small model from a
+// fixed seed until it has learned its task, then writes
 //
-//   OUT_DIR/<kind>.<variant>/model.safetensors  the weights, with the model
+//   OUT_DIR/<kind>.<case>/model.safetensors  the weights, with the model
 //       config as metadata ("config.d_model", ...), as the programs save it
-//   OUT_DIR/<kind>.<variant>/batch.safetensors  a fresh batch and what
+//   OUT_DIR/<kind>.<case>/batch.safetensors  a fresh batch and what
 //       gradflow computed on it: float32 logits (B, T, V); float32 loss and
 //       smoothed_loss (label smoothing 0.1), each of shape (); and
 //         encoder_decoder: int64 src (B, S), tgt_in, tgt_out (B, T), float32
@@ -22,6 +22,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,37 +44,51 @@ namespace {
 
 // Targets cross_entropy skips in a decoder_lm batch: PyTorch's default.
 constexpr int64_t kIgnoredTarget = -100;
-// With AdamW at 1e-2, 200 steps take every case from a loss of 2.7 to 0.25 or
-// less (100 leave the rope ones above 0.8); about 1 s per case in Release.
+// With AdamW at 1e-2, 200 steps take every case from a loss of 2.6 to 2.9 to
+// a fresh batch's 0.38 or less, the alibi DecoderLM's 0.81 (100 leave the
+// rope ones above 0.8); 32 s for the 18 cases in Release on 2 busy cores.
 constexpr int kSteps = 200;
 
 // The reverse task: "3 1 4 -> 4 1 3", 1 to 8 symbols, padded on the right.
 const nn::ToyTaskConfig kTask{.task = "reverse", .n_symbols = 10, .min_len = 1, .max_len = 8};
 
-struct Variant {
-  const char* name;
-  void (*apply)(nn::ModelConfig&);
+// One line of tests/nn/rebuild_cases.txt: a name and the config it trains.
+struct Case {
+  std::string name;
+  nn::ModelConfig config;
 };
 
-// The model options docs/rebuild_in_pytorch.py reads from the metadata.
-// post_relu_head_dim: D = 12 while C / H = 8, so the projections are not square.
-const Variant kVariants[] = {
-    {"learned", [](nn::ModelConfig&) {}},
-    {"rope", [](nn::ModelConfig& c) { c.positional = "rope"; }},
-    {"post_relu_head_dim",
-     [](nn::ModelConfig& c) {
-       c.norm = nn::NormPlacement::Post;
-       c.activation = "relu";
-       c.head_dim = 12;
-     }},
-    {"log_n", [](nn::ModelConfig& c) { c.scale = "log_n"; }},
-    {"alibi", [](nn::ModelConfig& c) { c.positional = "alibi"; }},
-    {"ssmax_rope",
-     [](nn::ModelConfig& c) {
-       c.scale = "ssmax";
-       c.positional = "rope";
-     }},
-};
+// The cases of the list at `path`, each applied to `base` field by field as
+// a checkpoint's metadata is read (examples/common/model_flags.h), so a case
+// names fields and values as config.* does. Throws on a line it cannot read.
+std::vector<Case> read_cases(const std::string& path, const nn::ModelConfig& base) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read the cases, " + path);
+  std::vector<Case> cases;
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    std::istringstream words(line);
+    Case c{"", base};
+    if (!(words >> c.name) || c.name[0] == '#') continue;
+    for (std::string setting; words >> setting;) {
+      const size_t eq = setting.find('=');
+      const std::string field = setting.substr(0, eq);
+      auto it = std::find_if(nn::model_fields().begin(), nn::model_fields().end(),
+                             [&field](const nn::ModelField& f) { return field == f.name; });
+      try {
+        if (eq == std::string::npos || it == nn::model_fields().end())
+          throw std::runtime_error("expected field=value with a config field, got " + setting);
+        examples::set_field(*it, c.config, setting.substr(eq + 1));
+        c.config.validate();
+      } catch (const std::exception& e) {
+        throw std::runtime_error(path + ":" + std::to_string(line_number) + ": " + e.what());
+      }
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
 
 nn::ModelConfig small_config() {
   nn::ModelConfig c;
@@ -174,7 +191,8 @@ int main(int argc, char** argv) {
   if (help) {
     std::printf(
         "usage: rebuild_batch_writer OUT_DIR\n\nTrain a small model of each kind and "
-        "variant and write it with a batch (the PyTorchRebuild tests' fixture).\n");
+        "case (%s) and write it with a batch (the PyTorchRebuild tests' fixture).\n",
+        GRADFLOW_REBUILD_CASES);
     return 0;
   }
   if (argc != 2 || argv[1][0] == '-') {
@@ -185,12 +203,9 @@ int main(int argc, char** argv) {
   try {
     const fs::path out = argv[1];
     uint64_t seed = 1;
-    for (const Variant& v : kVariants) {
-      nn::ModelConfig config = small_config();
-      v.apply(config);
-      write_case<nn::EncoderDecoder>(out / (std::string("encoder_decoder.") + v.name), config,
-                                     seed++);
-      write_case<nn::DecoderLM>(out / (std::string("decoder_lm.") + v.name), config, seed++);
+    for (const Case& c : read_cases(GRADFLOW_REBUILD_CASES, small_config())) {
+      write_case<nn::EncoderDecoder>(out / ("encoder_decoder." + c.name), c.config, seed++);
+      write_case<nn::DecoderLM>(out / ("decoder_lm." + c.name), c.config, seed++);
     }
     return 0;
   } catch (const std::exception& e) {
