@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 #include "tensor/creation.h"
 #include "tensor/matmul.h"
 

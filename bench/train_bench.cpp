@@ -31,8 +31,8 @@
 #include "autograd/reference.h"
 #include "autograd/variable.h"
 #include "bench/workloads.h"
-#include "examples/common/args.h"
-#include "examples/common/memory_estimate.h"
+#include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/memory_estimate.h"
 #include "nn/positional_schemes.h"
 #include "nn/scale_modes.h"
 #include "tensor/creation.h"
@@ -149,16 +149,16 @@ int run(int argc, char** argv) {
   set_reference_ops(reference);
   const nn::ModelConfig config = bench::model_config(w);
   config.validate();  // e.g. d_model not divisible by heads: one line, exit 2
-  const examples::MemoryEstimate estimate = examples::estimate_training_memory(
-      {.kind = w.kind == "encdec"    ? examples::ModelKind::kEncoderDecoder
-               : w.kind == "decoder" ? examples::ModelKind::kDecoder
-                                     : examples::ModelKind::kEncoder,
+  const training::MemoryEstimate estimate = training::estimate_training_memory(
+      {.kind = w.kind == "encdec"    ? training::ModelKind::kEncoderDecoder
+               : w.kind == "decoder" ? training::ModelKind::kDecoder
+                                     : training::ModelKind::kEncoder,
        .config = config,
        .batch = w.batch,
        .src_len = w.seq,
        .tgt_len = w.seq,
        .reference = reference});
-  examples::check_memory(estimate, examples::available_memory_bytes());
+  training::check_memory(estimate, training::available_memory_bytes());
 
   // With --parallel batch, one part of the batch per thread (as many as
   // there are rows).
@@ -196,7 +196,7 @@ int run(int argc, char** argv) {
         static_cast<double>(m.peak_live_bytes) / 1e6, static_cast<double>(m.cached_bytes) / 1e6,
         static_cast<unsigned long long>(m.system_allocations));
     std::fprintf(stderr,
-                 "estimated before the run (examples/common/memory_estimate.h): %.1f MB in all, "
+                 "estimated before the run (examples/toolkit/training/memory_estimate.h): %.1f MB in all, "
                  "%.1f MB of activations\n",
                  estimate.total_bytes / 1e6, estimate.activation_bytes / 1e6);
   }

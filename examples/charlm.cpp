@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
-#include "examples/common/attention_maps.h"
-#include "examples/common/csv_log.h"
-#include "examples/common/number_text.h"
-#include "examples/common/program.h"
+#include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/attention_maps.h"
+#include "examples/toolkit/cli/csv_log.h"
+#include "examples/toolkit/cli/number_text.h"
+#include "examples/toolkit/training/program.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/text_corpus.h"
 #include "nn/generate.h"
@@ -23,7 +23,7 @@
 #include "nn/models.h"
 #include "tensor/creation.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 // The vocabulary as byte codes, "10,32,33,...": metadata must be text, and
@@ -255,8 +255,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training
 
 int main(int argc, char** argv) {
-  return gradflow::cli::run_cli(argc, argv, gradflow::examples::run);
+  return gradflow::cli::run_cli(argc, argv, gradflow::training::run);
 }

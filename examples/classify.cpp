@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
-#include "examples/common/attention_maps.h"
-#include "examples/common/program.h"
+#include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/attention_maps.h"
+#include "examples/toolkit/training/program.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "tensor/creation.h"
 #include "tensor/ops.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 // Token 0 is padding; symbol s is token 1 + s.
@@ -173,8 +173,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training
 
 int main(int argc, char** argv) {
-  return gradflow::cli::run_cli(argc, argv, gradflow::examples::run);
+  return gradflow::cli::run_cli(argc, argv, gradflow::training::run);
 }

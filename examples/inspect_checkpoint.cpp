@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 #include "nn/io/safetensors.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // minimal_train: the whole training loop in one screen, with nothing hidden.
 // A small encoder-decoder transformer learns to reverse sequences of digits:
 // forward, loss, zero_grad, backward, clip, step, print. The other programs
-// run the same loop through examples/common/training.cpp, which adds
+// run the same loop through examples/toolkit/training/training.cpp, which adds
 // checkpoints, logs, evaluation and parallel parts of a batch.
 #include <cstdio>
 #include <cstring>

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
-#include "examples/common/attention_maps.h"
-#include "examples/common/program.h"
+#include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/attention_maps.h"
+#include "examples/toolkit/training/program.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 struct Scores {
@@ -218,8 +218,8 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training
 
 int main(int argc, char** argv) {
-  return gradflow::cli::run_cli(argc, argv, gradflow::examples::run);
+  return gradflow::cli::run_cli(argc, argv, gradflow::training::run);
 }

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/models.h"
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
 #include "tensor/ops.h"
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
 #include "tensor/ops.h"
 

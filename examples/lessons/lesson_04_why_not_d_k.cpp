@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
 #include "nn/scale_modes.h"
 #include "tensor/ops.h"

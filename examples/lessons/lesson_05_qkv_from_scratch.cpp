@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/lessons/lesson.h"
 #include "nn/loss.h"
 #include "nn/optim/optim.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/lessons/lesson.h"
 #include "nn/loss.h"
 #include "nn/models.h"

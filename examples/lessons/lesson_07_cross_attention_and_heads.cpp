@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/lessons/lesson.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"

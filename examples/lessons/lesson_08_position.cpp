@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
 #include "nn/loss.h"
 #include "nn/models.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"

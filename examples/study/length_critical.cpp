@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/study/claims.h"
 #include "examples/study/length_probe.h"
 #include "examples/study/parts.h"

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
-#include "examples/stats/inference.h"
+#include "examples/study/stats/inference.h"
 #include "examples/study/claims.h"
 #include "examples/study/length.h"
 #include "examples/study/parts.h"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "autograd/ops.h"
-#include "examples/common/signals.h"
+#include "examples/toolkit/cli/signals.h"
 #include "examples/study/study.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"

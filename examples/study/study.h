@@ -17,7 +17,7 @@
 //   depth-train  depth_train.cpp        (--full) depth in training
 //   length       length*.cpp            (--full) the scale against the number of keys
 //
-// The statistics they use are examples/stats/ (namespace gradflow::stats).
+// The statistics they use are examples/study/stats/ (namespace gradflow::stats).
 //
 // This header holds what they share: the arms compared, the run's Settings,
 // the job runner, the attention metrics, one training run (training_run.cpp,
@@ -34,10 +34,10 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/csv_log.h"
-#include "examples/common/svg_plot.h"
-#include "examples/stats/inference.h"
-#include "examples/stats/stats.h"
+#include "examples/toolkit/cli/csv_log.h"
+#include "examples/toolkit/plot/svg_plot.h"
+#include "examples/study/stats/inference.h"
+#include "examples/study/stats/stats.h"
 #include "examples/study/arms.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
@@ -47,7 +47,7 @@
 
 namespace gradflow::study {
 
-// The statistics (examples/stats/) are the study's own vocabulary.
+// The statistics (examples/study/stats/) are the study's own vocabulary.
 using namespace gradflow::stats;
 
 // ---- The arms compared: arms.h -------------------------------------------------------
@@ -75,7 +75,7 @@ struct Settings {
 };
 
 // ---- Running jobs side by side --------------------------------------------------
-// Thrown by run_jobs when a stop signal (examples/common/signals.h: SIGINT,
+// Thrown by run_jobs when a stop signal (examples/toolkit/cli/signals.h: SIGINT,
 // SIGTERM, SIGHUP) came while a StopSignals guard lived: no job starts after
 // it, and a long job may end early by calling check_stop().
 class Interrupted : public std::exception {

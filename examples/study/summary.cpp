@@ -9,7 +9,7 @@
 #include <limits>
 #include <map>
 
-#include "examples/stats/inference.h"
+#include "examples/study/stats/inference.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {

@@ -23,7 +23,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {

@@ -1,6 +1,6 @@
 // A training step once the gradients are in: the learning rate from the schedule, the gradient
 // norm measured and clipped, what a NaN or an infinity does, and the optimizer's update. The
-// programs' loop (examples/common/training.h) and the scaling study's
+// programs' loop (examples/toolkit/training/training.h) and the scaling study's
 // (examples/study/training_run.cpp) both step through it, so a setting means the same in both;
 // examples/minimal_train.cpp spells the same step out by hand, to be read.
 //

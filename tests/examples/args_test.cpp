@@ -1,4 +1,4 @@
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 
 #include <gtest/gtest.h>
 

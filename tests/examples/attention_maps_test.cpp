@@ -1,7 +1,7 @@
 // attention_maps.h: the layers by their parameters' names, one figure per layer with a panel
 // per head, the tokens on the axes, entropies checked against uniform attention worked out by
 // hand; and --attention-maps in each training program, run as a user would.
-#include "examples/common/attention_maps.h"
+#include "examples/toolkit/training/attention_maps.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #include "tensor/error.h"
 #include "tests/examples/run_program.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -167,7 +167,7 @@ TEST(VisibleChar, SpacesAndBytesThatAreNoCharacterShowAsSomething) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training
 
 namespace gradflow::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "examples/common/csv_log.h"
+#include "examples/toolkit/cli/csv_log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

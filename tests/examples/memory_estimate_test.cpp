@@ -2,7 +2,7 @@
 // count is the models' own, it stays within [1x, 2x] of the peak resident
 // memory the programs reach, and sizes that cannot fit are refused in one
 // line before any memory is taken.
-#include "examples/common/memory_estimate.h"
+#include "examples/toolkit/training/memory_estimate.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 #include "nn/attention_variant.h"
 #include "nn/ffn_kinds.h"
 #include "nn/loss.h"
@@ -27,8 +27,8 @@
 namespace gradflow::testing {
 namespace {
 
-using examples::ModelKind;
-using examples::TrainingShape;
+using training::ModelKind;
+using training::TrainingShape;
 
 nn::ModelConfig config(int64_t vocab, int64_t d_model, int64_t heads, int64_t layers, int64_t d_ff,
                        int64_t max_len) {
@@ -57,13 +57,13 @@ TEST(MemoryEstimate, ParameterCountIsTheModelsForEveryCombinationOfTheTables) {
             SCOPED_TRACE(std::string(norm.name) + " " + ffn.name + " " + c.scale.name() + " " +
                          positional.name + " head_dim " + std::to_string(head_dim));
             Generator gen(0);
-            EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kEncoderDecoder, .config = c}),
+            EXPECT_EQ(training::count_parameters({.kind = ModelKind::kEncoderDecoder, .config = c}),
                       nn::EncoderDecoder(c, gen).num_parameters());
-            EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kDecoder, .config = c}),
+            EXPECT_EQ(training::count_parameters({.kind = ModelKind::kDecoder, .config = c}),
                       nn::DecoderLM(c, gen).num_parameters());
-            EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kEncoder, .config = c}),
+            EXPECT_EQ(training::count_parameters({.kind = ModelKind::kEncoder, .config = c}),
                       nn::EncoderClassifier(0, c, gen).num_parameters());
-            EXPECT_EQ(examples::count_parameters(
+            EXPECT_EQ(training::count_parameters(
                           {.kind = ModelKind::kEncoder, .config = c, .classes = 2}),
                       nn::EncoderClassifier(2, c, gen).num_parameters());
             ++combinations;
@@ -73,21 +73,21 @@ TEST(MemoryEstimate, ParameterCountIsTheModelsForEveryCombinationOfTheTables) {
   // And at the sizes of the programs' defaults.
   const nn::ModelConfig c = config(51, 64, 4, 2, 256, 64);
   Generator gen(0);
-  EXPECT_EQ(examples::count_parameters({.kind = ModelKind::kDecoder, .config = c}),
+  EXPECT_EQ(training::count_parameters({.kind = ModelKind::kDecoder, .config = c}),
             nn::DecoderLM(c, gen).num_parameters());
 }
 
 TEST(MemoryEstimate, RefusesWhatDoesNotFitInOneLine) {
-  const examples::MemoryEstimate e =
-      examples::estimate_training_memory({.kind = ModelKind::kDecoder,
+  const training::MemoryEstimate e =
+      training::estimate_training_memory({.kind = ModelKind::kDecoder,
                                           .config = config(51, 4096, 4, 8, 16384, 64),
                                           .batch = 64,
                                           .tgt_len = 64});
   EXPECT_GT(e.total_bytes, 8e9);
-  EXPECT_NO_THROW(examples::check_memory(e, 0));  // unknown: not checked
-  EXPECT_NO_THROW(examples::check_memory(e, uint64_t{1} << 50));
+  EXPECT_NO_THROW(training::check_memory(e, 0));  // unknown: not checked
+  EXPECT_NO_THROW(training::check_memory(e, uint64_t{1} << 50));
   try {
-    examples::check_memory(e, uint64_t{3} << 30);
+    training::check_memory(e, uint64_t{3} << 30);
     FAIL() << "no throw";
   } catch (const cli::UsageError& error) {
     const std::string message = error.what();
@@ -96,9 +96,9 @@ TEST(MemoryEstimate, RefusesWhatDoesNotFitInOneLine) {
     EXPECT_NE(message.find("--batch"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos);
   }
-  EXPECT_GT(examples::available_memory_bytes(), uint64_t{1} << 20);  // Linux: /proc/meminfo
-  EXPECT_EQ(examples::format_bytes(1536.0 * (1 << 20)), "1.5 GiB");
-  EXPECT_EQ(examples::format_bytes(320.0 * (1 << 20)), "320 MiB");
+  EXPECT_GT(training::available_memory_bytes(), uint64_t{1} << 20);  // Linux: /proc/meminfo
+  EXPECT_EQ(training::format_bytes(1536.0 * (1 << 20)), "1.5 GiB");
+  EXPECT_EQ(training::format_bytes(320.0 * (1 << 20)), "320 MiB");
 }
 
 using MemoryEstimateProgramTest = ProgramTest;
@@ -148,7 +148,7 @@ TEST_F(MemoryEstimateProgramTest, EstimateIsWithinTwiceThePeakResidentMemory) {
     args.insert(args.end(), {"--steps", "3", "--eval-every", "0", "--out", path("run")});
     Result r = run(c.program, args, {"--overwrite"});
     ASSERT_EQ(r.code, 0) << c.program << "\n" << r.err;
-    const double estimate = examples::estimate_training_memory(c.shape).total_bytes;
+    const double estimate = training::estimate_training_memory(c.shape).total_bytes;
     const double measured = 1024.0 * static_cast<double>(r.max_rss_kb);
     EXPECT_GE(estimate, measured) << c.program;
     EXPECT_LE(estimate, 2 * measured) << c.program;
@@ -235,7 +235,7 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
     args.insert(args.end(), {"--steps", "2", "--eval-every", "0", "--out", path("run")});
     Result r = run(c.program, args, {"--overwrite"});
     ASSERT_EQ(r.code, 0) << r.err;
-    const double estimate = examples::estimate_training_memory(c.shape).total_bytes;
+    const double estimate = training::estimate_training_memory(c.shape).total_bytes;
     const double measured = 1024.0 * static_cast<double>(r.max_rss_kb);
     EXPECT_GE(estimate, measured);
     EXPECT_LE(estimate, 2 * measured);
@@ -274,7 +274,7 @@ TEST(MemoryEstimate, EstimateHoldsForAVariantThatTransformsTheScores) {
     optimizer.step();
   }
   const double peak = static_cast<double>(memory_stats().peak_live_bytes - before);
-  const double estimate = examples::estimate_training_memory({.kind = ModelKind::kDecoder,
+  const double estimate = training::estimate_training_memory({.kind = ModelKind::kDecoder,
                                                               .config = c,
                                                               .batch = batch,
                                                               .tgt_len = t,
@@ -317,8 +317,8 @@ TEST(MemoryEstimate, EstimateHoldsForEveryNormAndFeedForward) {
         nn::cross_entropy(model.forward(ids), ids);
         eval_peak = static_cast<double>(memory_stats().peak_live_bytes - trained);
       }
-      const examples::MemoryEstimate e =
-          examples::estimate_training_memory({.kind = ModelKind::kDecoder,
+      const training::MemoryEstimate e =
+          training::estimate_training_memory({.kind = ModelKind::kDecoder,
                                               .config = c,
                                               .batch = batch,
                                               .tgt_len = t,
@@ -380,10 +380,10 @@ TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAre
                  .eval_batch = 256}}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.program);
-    examples::TrainingShape shape = c.shape;
+    training::TrainingShape shape = c.shape;
     if (c.program == kCharlm) shape.reference = true;
-    const double estimate = examples::estimate_training_memory(shape).total_bytes;
-    if (estimate <= double(examples::available_memory_bytes()))
+    const double estimate = training::estimate_training_memory(shape).total_bytes;
+    if (estimate <= double(training::available_memory_bytes()))
       GTEST_SKIP() << "this machine could hold the run: " << estimate / 1e9 << " GB";
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--out", path("run")});

@@ -5,10 +5,10 @@
 // reads as its row's `absent` says.
 #include <gtest/gtest.h>
 
-#include "examples/common/run_flags.h"
-#include "examples/common/training.h"
+#include "examples/toolkit/training/run_flags.h"
+#include "examples/toolkit/training/training.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 // A fresh command line with the shared training flags, as a program has.
@@ -277,4 +277,4 @@ TEST(ModelFlags, EachFieldChecksItsOwnValueAndValidateTheRest) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training

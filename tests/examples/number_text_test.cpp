@@ -1,4 +1,4 @@
-#include "examples/common/number_text.h"
+#include "examples/toolkit/cli/number_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The geometry behind svg_plot.h, tested without parsing SVG: ticks and their labels
 // (axis_ticks.h), and ranges, legends, clipping and grid panels (plot_layout.h).
-#include "examples/common/plot_layout.h"
+#include "examples/toolkit/plot/plot_layout.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/axis_ticks.h"
-#include "examples/common/svg_plot.h"
+#include "examples/toolkit/plot/axis_ticks.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "tensor/error.h"
 
 namespace gradflow::plot {

@@ -1,4 +1,4 @@
-#include "examples/common/progress.h"
+#include "examples/toolkit/cli/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// One run per --out folder, kept whole (examples/common/run_lock.h and the
+// One run per --out folder, kept whole (examples/toolkit/training/run_lock.h and the
 // log digest of training.h): a second run at once is refused naming the
 // first, a kill -9 leaves no stale lock, a folder's run is not replaced
 // without --overwrite, a resume refuses another run's log, and the temporary
 // files of killed saves do not pile up.
-#include "examples/common/run_lock.h"
+#include "examples/toolkit/training/run_lock.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
+#include "examples/toolkit/cli/args.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
@@ -36,9 +36,9 @@ TEST_F(RunFolderTest, TheLockNamesItsHolderAndGoesWithIt) {
   const std::string dir = path("run");
   fs::create_directories(dir);
   {
-    cli::RunLock first(dir);
+    training::RunLock first(dir);
     try {
-      cli::RunLock second(dir);
+      training::RunLock second(dir);
       FAIL() << "no throw";
     } catch (const cli::UsageError& e) {
       EXPECT_EQ(std::string(e.what()), "--out \"" + dir + "\" is in use by another run (pid " +
@@ -46,7 +46,7 @@ TEST_F(RunFolderTest, TheLockNamesItsHolderAndGoesWithIt) {
                                            "): wait for it to end or choose another --out");
     }
   }
-  cli::RunLock again(dir);  // released with the first
+  training::RunLock again(dir);  // released with the first
   EXPECT_TRUE(fs::exists(dir + "/run.lock"));
 }
 

@@ -1,8 +1,8 @@
-// The stop signals (examples/common/signals.h): what the guard records and
+// The stop signals (examples/toolkit/cli/signals.h): what the guard records and
 // restores, and the programs as a scheduler, `timeout`, `kill` or a closed
 // terminal stops them: SIGTERM and SIGHUP save a checkpoint that resumes,
 // as Ctrl-C does, and the study stops its jobs promptly.
-#include "examples/common/signals.h"
+#include "examples/toolkit/cli/signals.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

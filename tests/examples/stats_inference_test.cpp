@@ -1,6 +1,6 @@
 // The study's inference routines against values computed by hand (each
 // computation in the comment above its check) and published values.
-#include "examples/stats/inference.h"
+#include "examples/study/stats/inference.h"
 
 #include <gtest/gtest.h>
 

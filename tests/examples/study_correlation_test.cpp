@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "examples/stats/stats.h"
+#include "examples/study/stats/stats.h"
 #include "tensor/error.h"
 
 namespace gradflow::stats {

@@ -1,6 +1,6 @@
 // The study's statistics against hand-computed values, closed forms of the
 // t distribution for df = 1, 2, 3, and published t quantiles.
-#include "examples/stats/stats.h"
+#include "examples/study/stats/stats.h"
 #include "examples/study/study.h"
 
 #include <gtest/gtest.h>

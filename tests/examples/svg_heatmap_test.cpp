@@ -1,6 +1,6 @@
 // svg_heatmap.h: one rect per cell in the scale's colours, escaped text, the colour bar, and
 // clear errors for what cannot be drawn.
-#include "examples/common/svg_heatmap.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 
 #include <gtest/gtest.h>
 

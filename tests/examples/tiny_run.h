@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/training.h"
+#include "examples/toolkit/training/training.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
 #include "nn/optim/optim.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 
 namespace fs = std::filesystem;
 
@@ -121,4 +121,4 @@ inline std::vector<std::vector<double>> weights(const nn::Module& m) {
   return out;
 }
 
-}  // namespace gradflow::examples
+}  // namespace gradflow::training

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "examples/common/csv_log.h"
+#include "examples/toolkit/cli/csv_log.h"
 #include "tests/examples/tiny_run.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 std::string read(const std::string& path) {
@@ -155,4 +155,4 @@ TEST(TrainingGuards, AResumeTakesOnlyItsOwnLog) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training

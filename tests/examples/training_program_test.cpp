@@ -1,7 +1,7 @@
-// TrainingProgram (examples/common/program.h), in process: where every
+// TrainingProgram (examples/toolkit/training/program.h), in process: where every
 // generator's seed comes from, where the model config comes from in a fresh
 // and a resumed run, and the order of the lines that open and close a run.
-#include "examples/common/program.h"
+#include "examples/toolkit/training/program.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "tensor/parallel.h"
 #include "tests/examples/tiny_run.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 // parse sets the process's threads, reference path and denormal mode
@@ -192,4 +192,4 @@ TEST(TrainingProgram, ARunOpensAndClosesInOrderAndAResumeTakesTheCheckpointsConf
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training

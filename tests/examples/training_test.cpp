@@ -1,6 +1,6 @@
 // The shared training loop of the example programs: bitwise resume, the
 // non-finite guard, Ctrl-C, and the flags a checkpoint restores.
-#include "examples/common/training.h"
+#include "examples/toolkit/training/training.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@
 #include "tests/examples/tiny_run.h"
 #include "tests/tensor/threads_for.h"
 
-namespace gradflow::examples {
+namespace gradflow::training {
 namespace {
 
 TEST(TrainingLoop, WritesLogCheckpointAndWeights) {
@@ -309,4 +309,4 @@ TEST(ModelConfigMetadata, RoundTrips) {
 }
 
 }  // namespace
-}  // namespace gradflow::examples
+}  // namespace gradflow::training

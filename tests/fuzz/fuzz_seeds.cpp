@@ -8,7 +8,7 @@
 #include <iostream>
 #include <iterator>
 
-#include "examples/common/csv_log.h"
+#include "examples/toolkit/cli/csv_log.h"
 #include "nn/io/checkpoint.h"
 #include "nn/io/json.h"
 #include "nn/io/safetensors.h"

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/run_flags.h"
+#include "examples/toolkit/training/run_flags.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/io/checkpoint.h"
 #include "nn/io/safetensors.h"
@@ -59,7 +59,7 @@ struct Case {
 };
 
 // The cases of the list at `path`, each applied to `base` field by field as
-// a checkpoint's metadata is read (examples/common/model_flags.h), so a case
+// a checkpoint's metadata is read (examples/toolkit/training/model_flags.h), so a case
 // names fields and values as config.* does. Throws on a line it cannot read.
 std::vector<Case> read_cases(const std::string& path, const nn::ModelConfig& base) {
   std::ifstream in(path);
@@ -79,7 +79,7 @@ std::vector<Case> read_cases(const std::string& path, const nn::ModelConfig& bas
       try {
         if (eq == std::string::npos || it == nn::model_fields().end())
           throw std::runtime_error("expected field=value with a config field, got " + setting);
-        examples::set_field(*it, c.config, setting.substr(eq + 1));
+        training::set_field(*it, c.config, setting.substr(eq + 1));
         c.config.validate();
       } catch (const std::exception& e) {
         throw std::runtime_error(path + ":" + std::to_string(line_number) + ": " + e.what());
@@ -175,7 +175,7 @@ void write_case(const fs::path& dir, const nn::ModelConfig& config, uint64_t see
   batch.emplace_back("loss", loss);
   batch.emplace_back("smoothed_loss", scored.loss(0.1).data());
   fs::create_directories(dir);
-  nn::save_weights((dir / "model.safetensors").string(), model, examples::config_metadata(config));
+  nn::save_weights((dir / "model.safetensors").string(), model, training::config_metadata(config));
   nn::save_safetensors((dir / "batch.safetensors").string(), batch);
   std::printf("%s: trained loss %.4f -> %.4f, batch loss %.9g\n", dir.string().c_str(), first, last,
               loss.item());

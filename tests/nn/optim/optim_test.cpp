@@ -109,7 +109,7 @@ TEST(SGD, MomentumBufferIncludesWeightDecay) {
 }
 
 // The study's SGD arm: momentum 0.9, coupled weight decay 0.1, and a learning rate the loop's
-// schedule changes before every step (set_lr, as examples/common/training.cpp does).
+// schedule changes before every step (set_lr, as examples/toolkit/training/training.cpp does).
 TEST(SGD, MomentumWeightDecayAndAScheduledLrThreeStepsByHand) {
   Variable p = param({1.0, -2.0});
   SGD opt({p}, /*lr=*/0.1, /*momentum=*/0.9, /*nesterov=*/false, /*weight_decay=*/0.1);

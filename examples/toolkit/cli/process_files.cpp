@@ -1,0 +1,49 @@
+// The files around a program: its standard streams, which may be closed at
+// start, and the input files it is given, which must be regular files.
+// Declared in args.h beside run_cli, which reopens the streams.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <system_error>
+
+#include "examples/toolkit/cli/args.h"
+
+namespace gradflow::cli {
+
+std::string quote(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+void require_regular_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const int err = errno;
+    if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode))
+      throw UsageError(quote(path) + " is a symbolic link to a file that does not exist");
+    throw UsageError(quote(path) + (err == ENOENT ? " does not exist"
+                                                  : ": " + std::system_category().message(err)));
+  }
+  if (S_ISREG(info.st_mode)) return;
+  const char* kind = S_ISDIR(info.st_mode)                            ? "a directory"
+                     : S_ISFIFO(info.st_mode)                         ? "a FIFO (named pipe)"
+                     : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device"
+                     : S_ISSOCK(info.st_mode)                         ? "a socket"
+                                                                      : "another kind of file";
+  throw UsageError(quote(path) + " is " + kind + ", not a regular file");
+}
+
+void reopen_closed_standard_streams() {
+  // open() returns the lowest free descriptor, so filling 0, 1, 2 in order
+  // gives each closed one /dev/null. Were 2 left closed, the first file the
+  // program opens (log.csv, run.lock) would take it and receive its messages.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) ::close(opened);  // cannot happen: fd was the lowest free
+    if (opened < 0) std::_Exit(kExitUsage);            // nowhere safe to write, nor to say so
+  }
+}
+
+}  // namespace gradflow::cli
