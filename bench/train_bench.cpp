@@ -195,10 +195,11 @@ int run(int argc, char** argv) {
         "tensor memory: peak %.1f MB held at once, %.1f MB cached, %llu blocks from the system\n",
         static_cast<double>(m.peak_live_bytes) / 1e6, static_cast<double>(m.cached_bytes) / 1e6,
         static_cast<unsigned long long>(m.system_allocations));
-    std::fprintf(stderr,
-                 "estimated before the run (examples/toolkit/training/memory_estimate.h): %.1f MB in all, "
-                 "%.1f MB of activations\n",
-                 estimate.total_bytes / 1e6, estimate.activation_bytes / 1e6);
+    std::fprintf(
+        stderr,
+        "estimated before the run (examples/toolkit/training/memory_estimate.h): %.1f MB in all, "
+        "%.1f MB of activations\n",
+        estimate.total_bytes / 1e6, estimate.activation_bytes / 1e6);
   }
   return 0;
 }

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "examples/toolkit/cli/args.h"
-#include "examples/toolkit/training/attention_maps.h"
 #include "examples/toolkit/cli/csv_log.h"
 #include "examples/toolkit/cli/number_text.h"
+#include "examples/toolkit/training/attention_maps.h"
 #include "examples/toolkit/training/program.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/text_corpus.h"

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "tensor/ops.h"
 
 using namespace gradflow;

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "nn/scale_modes.h"
 #include "tensor/ops.h"
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/lessons/lesson.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/toolkit/plot/svg_plot.h"
 #include "examples/lessons/lesson.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/optim/optim.h"

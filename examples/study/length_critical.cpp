@@ -14,10 +14,10 @@
 #include <sstream>
 
 #include "autograd/ops.h"
-#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/study/claims.h"
 #include "examples/study/length_probe.h"
 #include "examples/study/parts.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "tensor/creation.h"
 #include "tensor/elementwise.h"
 #include "tensor/error.h"

@@ -15,11 +15,11 @@
 #include <sstream>
 
 #include "autograd/ops.h"
-#include "examples/study/stats/inference.h"
 #include "examples/study/claims.h"
 #include "examples/study/length.h"
 #include "examples/study/parts.h"
 #include "examples/study/run_model.h"
+#include "examples/study/stats/inference.h"
 #include "nn/data/recall_task.h"
 #include "nn/data/toy_tasks.h"
 #include "tensor/ops.h"

@@ -15,12 +15,12 @@
 #include <set>
 
 #include "autograd/reference.h"
-#include "examples/toolkit/cli/args.h"
-#include "examples/toolkit/training/memory_estimate.h"
-#include "examples/toolkit/cli/progress.h"
-#include "examples/toolkit/training/run_lock.h"
-#include "examples/toolkit/cli/signals.h"
 #include "examples/study/part_table.h"
+#include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/cli/progress.h"
+#include "examples/toolkit/cli/signals.h"
+#include "examples/toolkit/training/memory_estimate.h"
+#include "examples/toolkit/training/run_lock.h"
 #include "tensor/parallel.h"
 
 using namespace gradflow;

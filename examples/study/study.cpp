@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "autograd/ops.h"
-#include "examples/toolkit/cli/signals.h"
 #include "examples/study/study.h"
+#include "examples/toolkit/cli/signals.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
 

@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "examples/toolkit/cli/csv_log.h"
-#include "examples/toolkit/plot/svg_plot.h"
+#include "examples/study/arms.h"
 #include "examples/study/stats/inference.h"
 #include "examples/study/stats/stats.h"
-#include "examples/study/arms.h"
+#include "examples/toolkit/cli/csv_log.h"
+#include "examples/toolkit/plot/svg_plot.h"
 #include "nn/attention.h"
 #include "nn/data/recall_task.h"
 #include "nn/models.h"

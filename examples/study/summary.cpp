@@ -9,8 +9,8 @@
 #include <limits>
 #include <map>
 
-#include "examples/study/stats/inference.h"
 #include "examples/study/parts.h"
+#include "examples/study/stats/inference.h"
 
 namespace gradflow::study {
 

@@ -23,8 +23,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/study/parts.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 
 namespace gradflow::study {
 

@@ -34,8 +34,8 @@ std::string read_file(const std::string& path, uint64_t max_bytes);
 // or crashed before its rename: regular files in path's directory named exactly
 // "<path>.gradflow-tmp.<pid>.<counter>" (decimal numbers, no leading zero). Returns how many it
 // removed and their bytes. REQUIRES: no other writer of `path` is alive, which the caller
-// makes sure of (the training programs hold their folder's lock, examples/toolkit/training/run_lock.h).
-// Throws Error if the directory cannot be read.
+// makes sure of (the training programs hold their folder's lock,
+// examples/toolkit/training/run_lock.h). Throws Error if the directory cannot be read.
 struct RemovedFiles {
   uint64_t count = 0, bytes = 0;
 };

@@ -59,18 +59,21 @@ std::vector<SpreadRow> run_spread(const Settings& settings) {
   std::vector<SpreadRow> rows;
   for (const std::string& mode : default_modes())
     for (int64_t d_k : {16, 256}) rows.push_back({mode, d_k});
-  run_jobs("logit-spread", rows.size(), settings.threads, [&](size_t i) {
-    SpreadRow& row = rows[i];
-    Generator gen = init_generator(settings.seed, 9, 0, row.d_k, 32);  // the same for every arm
-    nn::MultiHeadAttention layer(
-        64, {.heads = 1, .head_dim = row.d_k, .scale = scale_mode_of(row.mode), .max_len = 32},
-        gen);
-    apply_mode_init(layer, row.mode);
-    layer.record_probe = true;
-    const Variable x(randn({1, 32, 64}, gen));
-    layer.forward(x, x);
-    row.logit_std = visible_std(layer.probe.logits.data(), layer.probe.mask);
-  }, settings.progress_for("logit-spread: a fresh layer's logits", "layer"));
+  run_jobs(
+      "logit-spread", rows.size(), settings.threads,
+      [&](size_t i) {
+        SpreadRow& row = rows[i];
+        Generator gen = init_generator(settings.seed, 9, 0, row.d_k, 32);  // the same for every arm
+        nn::MultiHeadAttention layer(
+            64, {.heads = 1, .head_dim = row.d_k, .scale = scale_mode_of(row.mode), .max_len = 32},
+            gen);
+        apply_mode_init(layer, row.mode);
+        layer.record_probe = true;
+        const Variable x(randn({1, 32, 64}, gen));
+        layer.forward(x, x);
+        row.logit_std = visible_std(layer.probe.logits.data(), layer.probe.mask);
+      },
+      settings.progress_for("logit-spread: a fresh layer's logits", "layer"));
   return rows;
 }
 
@@ -80,8 +83,8 @@ Section spread_section(const std::vector<SpreadRow>& rows) {
   std::string table = "| mode | d_k | logit std |\n|---|---|---|\n";
   for (const SpreadRow& r : rows) {
     csv.rows.push_back({r.mode, r.d_k, csv_number(r.logit_std)});
-    table += "| " + r.mode + " | " + std::to_string(r.d_k) + " | " +
-             significant(r.logit_std, 3) + " |\n";
+    table += "| " + r.mode + " | " + std::to_string(r.d_k) + " | " + significant(r.logit_std, 3) +
+             " |\n";
   }
   s.markdown = "## logit-spread: a fresh layer's logits\n\n" + table;
   s.csvs.push_back(csv);

@@ -3,9 +3,9 @@
 // newline (a row torn by a crash is cut off), appends whole rows after it, and its digest is
 // that of the file's content.
 //
-// The other reader of log.csv on resume, rows_up_to in examples/toolkit/training/training.cpp (the rows up
-// to the checkpoint's step, whose digest the checkpoint holds), is internal to that file and not
-// fuzzed here; RunFolderTest.AResumeRefusesAnotherRunsLog and the resume tests exercise it.
+// The other reader of log.csv on resume, rows_up_to in examples/toolkit/training/training.cpp (the
+// rows up to the checkpoint's step, whose digest the checkpoint holds), is internal to that file
+// and not fuzzed here; RunFolderTest.AResumeRefusesAnotherRunsLog and the resume tests exercise it.
 #include <fstream>
 #include <iterator>
 

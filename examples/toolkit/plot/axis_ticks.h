@@ -1,4 +1,5 @@
-// Tick placement, tick labels and the data-to-pixel mapping behind examples/toolkit/plot/svg_plot.h.
+// Tick placement, tick labels and the data-to-pixel mapping behind
+// examples/toolkit/plot/svg_plot.h.
 //
 // Kept apart from the drawing code because this is the arithmetic worth testing on its own:
 // "nice" 1-2-5 steps on linear axes, decades on log axes, and labels that never show
