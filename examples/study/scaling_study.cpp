@@ -16,6 +16,7 @@
 
 #include "autograd/reference.h"
 #include "examples/study/part_table.h"
+#include "examples/study/study_folder.h"
 #include "examples/toolkit/cli/args.h"
 #include "examples/toolkit/cli/progress.h"
 #include "examples/toolkit/cli/signals.h"
@@ -145,27 +146,6 @@ std::vector<int64_t> parse_d_ks(const std::string& text) {
     out.push_back(v);
   }
   return out;
-}
-
-// A new study in a folder that holds one replaces it only with --overwrite,
-// which removes the old study's files first, so no report sits beside
-// another run's CSV files. Called with the folder locked.
-void claim_study_dir(const std::string& out, bool overwrite) {
-  std::vector<std::filesystem::path> present;
-  std::error_code ec;
-  for (const std::string& file : study::study_files())
-    if (std::filesystem::exists(std::filesystem::path(out) / file, ec))
-      present.push_back(std::filesystem::path(out) / file);
-  if (present.empty()) return;
-  if (!overwrite)
-    throw cli::UsageError("--out '" + out + "' already holds a study (" +
-                          present.front().filename().string() +
-                          "): choose another --out, or replace it with --overwrite");
-  for (const std::filesystem::path& file : present)
-    if (!std::filesystem::remove(file, ec) && ec)
-      throw cli::UsageError("--overwrite: cannot remove '" + file.string() + "': " + ec.message());
-  std::fprintf(stderr, "--overwrite: removed the previous study's %zu files from '%s'\n",
-               present.size(), out.c_str());
 }
 
 // The memory of one training run at its peak (examples/toolkit/training/memory_estimate.h),
@@ -354,7 +334,7 @@ int run(int argc, char** argv) {
   // and the study writes nothing: its report is made from every part at once,
   // and a partial one would read as a finished study.
   const training::RunLock lock(f.out);
-  claim_study_dir(f.out, f.overwrite);
+  const bool replacing = study::claim_study_dir(f.out, f.overwrite);
   cli::StopSignals stop_signals;
   std::unique_ptr<cli::Progress> bar;
   study.settings.progress = [&bar](const std::string& title, const std::string& unit) {
@@ -386,7 +366,7 @@ int run(int argc, char** argv) {
       .threads = f.threads,
       .training_seeds = study.train_options.seeds,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
-  study::write_report(f.out, info, sections);
+  study::write_study(f.out, replacing, info, sections);
   print_summary(sections, study.train, study.train_options);
   std::printf("\nreport: %s/report.md (%.0f s)\n", f.out.c_str(), info.seconds);
   return 0;

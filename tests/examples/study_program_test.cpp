@@ -2,10 +2,13 @@
 // for bad lists and flags, and a small run that writes its report.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "tests/examples/run_program.h"
 
@@ -111,16 +114,38 @@ TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
   EXPECT_NE(again.err.find("already holds a study (report.md)"), std::string::npos) << again.err;
   EXPECT_NE(again.err.find("--overwrite"), std::string::npos) << again.err;
   // An older study's file that this one does not write: --overwrite removes
-  // the old study's files before the new one runs, so none stays beside it.
+  // it once the new study is complete, so none stays beside it.
   std::ofstream(out + "/depth_metrics.csv") << "mode,norm_placement\n";
+  const std::string old_report = read(out + "/report.md");
   std::vector<std::string> args = tiny_study(out);
   args.push_back("--overwrite");
   Result replaced = run(kScalingStudy, args);
   ASSERT_EQ(replaced.code, 0) << replaced.err;
-  EXPECT_NE(replaced.err.find("--overwrite: removed the previous study's"), std::string::npos)
+  EXPECT_NE(replaced.err.find("--overwrite: replaced the previous study"), std::string::npos)
       << replaced.err;
   EXPECT_TRUE(fs::exists(out + "/final_metrics.csv"));
   EXPECT_FALSE(fs::exists(out + "/depth_metrics.csv"));
+  EXPECT_FALSE(fs::exists(out + "/.scaling_study.new"));
+  EXPECT_NE(read(out + "/report.md"), old_report);  // its time and seconds differ
+}
+
+// --overwrite keeps the old study whole until the new one is complete: a
+// new run stopped half way leaves every old file as it was.
+TEST_F(StudyProgramTest, AnInterruptedOverwriteLeavesTheOldStudy) {
+  const std::string out = path("kept");
+  ASSERT_EQ(run(kScalingStudy, tiny_study(out)).code, 0);
+  const std::string report = read(out + "/report.md"), finals = read(out + "/final_metrics.csv");
+  std::vector<std::string> args = tiny_study(out);
+  args[args.size() - 3] = "100000";  // --steps: long enough to be stopped in training
+  args.push_back("--overwrite");
+  const pid_t pid = spawn(kScalingStudy, args);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(pid, SIGTERM);
+  const Result stopped = wait(pid);
+  EXPECT_EQ(stopped.code, 128 + SIGTERM) << stopped.err;
+  EXPECT_EQ(read(out + "/report.md"), report);
+  EXPECT_EQ(read(out + "/final_metrics.csv"), finals);
+  EXPECT_FALSE(fs::exists(out + "/.scaling_study.new"));
 }
 
 TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
