@@ -1,7 +1,8 @@
 // The attention-scaling study: what every part shares.
 //
 // The study is eight parts, each holding its runs, its claims with their
-// verdicts, its tables and its figures (parts.h lists them):
+// verdicts, its tables and its figures (part_table.h is their table; parts.h
+// and length.h declare each part's options, rows, run and section):
 //
 //   init         init_qk.cpp, init.cpp  attention at initialisation
 //   train        train.cpp              small transformers trained per mode;
@@ -19,7 +20,8 @@
 //
 // The statistics they use are examples/study/stats/ (namespace gradflow::stats).
 //
-// This header holds what they share: the arms compared, the run's Settings,
+// What is compared is the arms table (arms.h), what is judged the claims
+// table (claims.h). This header holds what the parts share: the run's Settings,
 // the job runner, the attention metrics, one training run (training_run.cpp,
 // with run_model.h and run_probes.cpp) and the Section each part returns to
 // the report (report.cpp), which opens with the parts' findings.
@@ -431,7 +433,7 @@ struct ReportInfo {
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);
-// Every section's claims in id order (C1 ... C13), whichever part judged them.
+// Every section's claims in id order (C1 ... C19), whichever part judged them.
 std::vector<Verdict> claims_in_order(const std::vector<Section>& sections);
 // Every file name a study can write into its folder (tested against what a
 // run of every part writes), so a new study can clear an old one's files.
