@@ -54,7 +54,7 @@ std::vector<std::vector<std::string>> mode_panels(const std::vector<std::string>
   };
   std::vector<std::string> anchors, rest;
   for (const std::string& m : modes)
-    (find_arm(m) && find_arm(m)->anchor ? anchors : rest).push_back(m);
+    (find_arm(m).value_or(Arm{}).anchor ? anchors : rest).push_back(m);
   // The default arms first, so the first panel shows what the default run trains.
   std::stable_partition(rest.begin(), rest.end(), trained_by_default);
   std::vector<std::vector<std::string>> panels;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -110,6 +111,16 @@ std::string error_message(F&& fn) {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// Same dtype, shape and bytes (NaN payloads included, which == on values cannot check).
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  Tensor ca = a.contiguous(), cb = b.contiguous();
+  auto bytes = [](const Tensor& t) {
+    return static_cast<const char*>(t.storage()->data()) + t.offset() * dtype_size(t.dtype());
+  };
+  return std::memcmp(bytes(ca), bytes(cb), ca.numel() * dtype_size(ca.dtype())) == 0;
 }
 
 // The message of the Error that `f` throws, or "" if it returns.

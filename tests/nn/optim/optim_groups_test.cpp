@@ -19,21 +19,13 @@ namespace gradflow::nn {
 namespace {
 
 using testing::error_of;
+using testing::same_bytes;
 
 Variable param(const std::vector<double>& values, DType dtype = DType::Float64) {
   return Variable(from_vector(values, dtype), /*requires_grad=*/true);
 }
 
 std::vector<double> values(const Variable& p) { return p.data().to_vector(); }
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
-  auto bytes = [](const Tensor& t) {
-    return static_cast<const char*>(t.storage()->data()) + t.offset() * dtype_size(t.dtype());
-  };
-  return std::memcmp(bytes(ca), bytes(cb), ca.numel() * dtype_size(ca.dtype())) == 0;
-}
 
 // Three parameters of different sizes, the same values every call.
 std::vector<Variable> fresh(DType dtype) {

@@ -27,16 +27,7 @@ void give_grad(Variable p, const std::vector<double>& g) { p.set_grad(from_vecto
 std::vector<double> values(const Variable& p) { return p.data().to_vector(); }
 
 using testing::error_of;
-
-// Same dtype, shape and bytes (NaN payloads included, which == on values cannot check).
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
-  auto bytes = [](const Tensor& t) {
-    return static_cast<const char*>(t.storage()->data()) + t.offset() * dtype_size(t.dtype());
-  };
-  return std::memcmp(bytes(ca), bytes(cb), ca.numel() * dtype_size(ca.dtype())) == 0;
-}
+using testing::same_bytes;
 
 // The tensor a state holds under `key`.
 Tensor find(const NamedTensors& state, const std::string& key) {
