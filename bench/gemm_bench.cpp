@@ -2,12 +2,16 @@
 // GFLOP/s are compared against.
 //
 //   gemm_bench --threads 2
-//   gemm n=2048 threads=2 gflops=F
+//   gemm n=2048 threads=2 gflops=F openblas=0.3.21 blas_core=Cooperlake cpu=avx512 kernels=4
+//   gemm=blas
 //
 // Times C = A B for n x n float32 matrices (2 n^3 FLOPs) either straight
 // through cblas_sgemm into a preallocated C (--via cblas, the default: the
-// BLAS alone) or through gradflow's matmul (--via matmul: adds the output's
-// allocation), and prints the median of --reps timed runs after one warm-up.
+// BLAS alone, on --threads OpenBLAS threads) or through gradflow's matmul
+// (--via matmul: on --threads threads of gradflow's pool, through whichever
+// GEMM blas_info.h chose, and adds the output's allocation), and prints the
+// median of --reps timed runs after one warm-up. The rest of the line says
+// what ran (tensor/kernels/blas_info.h).
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,7 +22,9 @@
 
 #include "examples/toolkit/cli/args.h"
 #include "tensor/creation.h"
+#include "tensor/kernels/blas_info.h"
 #include "tensor/matmul.h"
+#include "tensor/parallel.h"
 
 namespace {
 
@@ -31,12 +37,20 @@ int run(int argc, char** argv) {
   args.add("--n", &n, "matrix size").min(1).max(16384);
   args.add("--reps", &reps, "timed repetitions (the median is printed)").min(1);
   int threads = 2;
-  args.add("--threads", &threads, "OpenBLAS threads").min(1).max(256);
+  args.add("--threads", &threads, "OpenBLAS threads (cblas) or gradflow's pool (matmul)")
+      .min(1)
+      .max(256);
   std::string via = "cblas";
   args.add_choice("--via", &via, {"cblas", "matmul"}, "call cblas_sgemm or gradflow's matmul");
   args.parse(argc, argv);
+  note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
 
-  openblas_set_num_threads(threads);
+  // matmul runs OpenBLAS single-threaded inside gradflow's pool (parallel.h).
+  if (via == "matmul") {
+    set_num_threads(threads);
+  } else {
+    openblas_set_num_threads(threads);
+  }
   Generator gen(0);
   // Shapes: a, b and c are (n, n), row-major.
   const Tensor a = randn({n, n}, gen), b = randn({n, n}, gen);
@@ -64,8 +78,8 @@ int run(int argc, char** argv) {
       reps % 2 ? seconds[reps / 2] : (seconds[reps / 2 - 1] + seconds[reps / 2]) / 2;
   const double flops =
       2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  std::printf("gemm n=%lld threads=%d gflops=%.1f\n", static_cast<long long>(n), threads,
-              flops / median / 1e9);
+  std::printf("gemm n=%lld threads=%d gflops=%.1f %s\n", static_cast<long long>(n), threads,
+              flops / median / 1e9, blas_summary().c_str());
   return 0;
 }
 

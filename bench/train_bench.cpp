@@ -6,6 +6,7 @@
 //
 //   train_bench gpt-small --threads 2
 //   workload=gpt-small params=3241568 steps_per_s=F tokens_per_s=F gflops=F peak_rss_mb=F
+//   openblas=0.3.21 blas_core=Cooperlake cpu=avx512 kernels=4 gemm=blas  (same line)
 //
 // One step: zero_grad, forward, cross_entropy, backward, AdamW step, on fixed
 // random token batches src, tgt (inputs) and y (targets), each (B, T). The
@@ -36,6 +37,7 @@
 #include "nn/positional_schemes.h"
 #include "nn/scale_modes.h"
 #include "tensor/creation.h"
+#include "tensor/kernels/blas_info.h"
 #include "tensor/parallel.h"
 
 namespace {
@@ -146,6 +148,7 @@ int run(int argc, char** argv) {
       throw cli::UsageError(std::string(fixed) + " is set by " + workload + "'s task");
 
   set_num_threads(threads);
+  note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
   set_reference_ops(reference);
   const nn::ModelConfig config = bench::model_config(w);
   config.validate();  // e.g. d_model not divisible by heads: one line, exit 2
@@ -176,9 +179,10 @@ int run(int argc, char** argv) {
   const double tokens_per_s = steps_per_s * static_cast<double>(w.batch * w.seq);
   std::printf(
       "workload=%s params=%lld steps_per_s=%.2f tokens_per_s=%.0f gflops=%.1f "
-      "peak_rss_mb=%.0f\n",
+      "peak_rss_mb=%.0f %s\n",
       workload.c_str(), static_cast<long long>(step.model->num_parameters()), steps_per_s,
-      tokens_per_s, bench::step_flops(w) * steps_per_s / 1e9, peak_rss_mb());
+      tokens_per_s, bench::step_flops(w) * steps_per_s / 1e9, peak_rss_mb(),
+      blas_summary().c_str());
   if (overhead) {
     const auto [nodes, tiny_seconds] = tiny_step_cost(w, warmup, steps);
     const double step_seconds = seconds / static_cast<double>(steps);

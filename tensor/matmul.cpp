@@ -20,6 +20,13 @@ GemmLayout matrix_layout(const Tensor& t) {
 
 // Below this many multiply-adds a GEMM is not worth splitting over threads.
 constexpr int64_t kSplitMacs = int64_t{1} << 17;
+// A large product is cut into more pieces than threads, up to this many per
+// thread and each of at least kPieceMacs, which the threads claim as they
+// finish (parallel.cpp): a thread the machine slows down (a busy shared
+// machine) then takes fewer pieces instead of holding the others up at the
+// end, and one large product keeps every thread busy to its end.
+constexpr int64_t kPiecesPerThread = 4;
+constexpr int64_t kPieceMacs = int64_t{1} << 26;
 // Cuts fall on multiples of this many rows (or columns), a multiple of the
 // register tile of OpenBLAS's AVX-512 and AVX2 sgemm kernels, so a piece
 // starts on a whole tile.
@@ -32,19 +39,21 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
 
 // One GEMM, C (M, N) = A (M, K) B (K, N) (+ the bias row on every row when
 // there is one), cut into
-// one piece per thread, each an independent GEMM over the full K: by rows
+// one piece per thread (more for a large one), each an independent GEMM over the full K: by rows
 // of C, or by columns when C has too few rows (a weight's gradient, (N, K)
-// from a long sum over the batch). The cut depends on the thread count only,
+// from a long sum over the batch). The cut depends on the sizes and the thread count only,
 // so a fixed count gives the same bits every time; different counts round
 // differently only where OpenBLAS's kernels depend on where a piece starts.
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
                    int64_t n, int64_t k, const T* bias = nullptr) {
   const bool small = is_small_gemm(m, n, k);
-  const int64_t parts = std::clamp<int64_t>(m * n * k / kSplitMacs, 1, num_threads());
+  const int64_t threads = num_threads(), macs = m * n * k;
+  int64_t parts = std::clamp<int64_t>(macs / kSplitMacs, 1, threads);
+  if (parts > 1) parts = std::clamp<int64_t>(macs / kPieceMacs, parts, threads * kPiecesPerThread);
   const bool by_rows = m >= parts * kAlign || n < parts * kAlign;
   const int64_t cuts = std::min(parts, by_rows ? (m + kAlign - 1) / kAlign : n / kAlign);
-  parallel_for(std::max<int64_t>(cuts, 1), 1, [&](int64_t first, int64_t last) {
+  parallel_pieces(std::max<int64_t>(cuts, 1), [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
       if (by_rows) {
         const int64_t begin = cut(p, cuts, m), end = cut(p + 1, cuts, m);

@@ -11,6 +11,7 @@
 #endif
 
 #include "tensor/error.h"
+#include "tensor/kernels/blas_info.h"
 
 namespace gradflow {
 
@@ -156,6 +157,8 @@ Pool& pool() {
 void set_num_threads(int threads) {
   if (threads < 1 || threads > 256)
     fail("set_num_threads: expected 1 to 256 threads, got ", threads);
+  // A bad GRADFLOW_GEMM fails here, on the caller, not in a worker's GEMM.
+  blas_info();
   pool().resize(threads);
 }
 

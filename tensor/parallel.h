@@ -5,7 +5,7 @@
 // all are done. Every kernel cuts its work so that each item is an
 // independent output (a row, a block of elements, a block of GEMM rows), so
 // how [0, n) is cut changes no bit of the elementwise and row-wise results.
-// A GEMM is cut into one piece per thread (matmul.cpp), and OpenBLAS may
+// A GEMM is cut into pieces by its size and the thread count (matmul.cpp), and OpenBLAS may
 // round a piece's last bit differently from the whole product (its kernels
 // depend on where a piece starts and how big it is). Hence: bitwise the same
 // at a fixed thread count, and equal to float rounding across thread counts.
@@ -78,6 +78,19 @@ void parallel_for(int64_t n, int64_t grain, const F& fn) {
     return;
   }
   detail::run_chunks(n, chunks, &detail::run_chunk<F>, &fn);
+}
+
+// Like parallel_for, but each of the n items is a chunk of its own, claimed
+// by whichever thread is free: for a few large independent pieces (matmul's
+// cuts of one large product), so a thread the machine slows down takes fewer.
+template <class F>
+void parallel_pieces(int64_t n, const F& fn) {
+  if (n <= 0) return;
+  if (n == 1 || num_threads() == 1) {
+    detail::run_chunk<F>(&fn, int64_t{0}, n);
+    return;
+  }
+  detail::run_chunks(n, n, &detail::run_chunk<F>, &fn);
 }
 
 }  // namespace gradflow

@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/kernels/blas_info.h"
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/packed_gemm.h"
 
 namespace gradflow {
 
@@ -167,7 +169,7 @@ CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : Cb
 // where the library has it (the pthreads build; a weak symbol, so a serial or
 // OpenMP OpenBLAS links too), its workers are stopped: at program start, and
 // again before the first GEMM that reaches OpenBLAS, in case the program set
-// OpenBLAS's threads itself in between (gemm_bench --via matmul does).
+// OpenBLAS's threads itself in between.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 bool make_openblas_single_threaded() {
   openblas_set_num_threads(1);
@@ -204,6 +206,14 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
   if (tiles_beat_blas(m, n, k)) {
     // 12 x 2 vectors: 24 accumulators of AVX-512's 32 registers.
     run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
+    return;
+  }
+  // OpenBLAS on a generic core (or GRADFLOW_GEMM=own): our packed GEMM
+  // takes the rest (blas_info.h). The library prints nothing; the programs
+  // say so on stderr (note_generic_blas_core).
+  static const bool own = blas_info().gemm == GemmPath::kOwn;
+  if (own) {
+    packed_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
     return;
   }
   static const bool single_threaded = make_openblas_single_threaded();  // see above
