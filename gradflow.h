@@ -43,6 +43,7 @@
 #include "nn/data/text_corpus.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/io/checkpoint.h"
+#include "nn/io/model_file.h"
 #include "nn/io/safetensors.h"
 #include "nn/optim/optim.h"
 #include "nn/optim/schedule.h"

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -48,25 +47,15 @@ std::string file_digest(const std::string& path) {
   return cli::digest_hex(digest);
 }
 
-// Samples n tokens after `prompt` with generate() and its KV cache. The model
-// sees at most max_len positions, so the text is made in windows: each
-// continues from the last max_len/2 tokens written so far.
+// Samples n tokens after `prompt` with generate() and its KV cache; past the
+// model's max_len, each token follows from the last max_len (nn/generate.h).
 std::string sample(const nn::DecoderLM& model, const nn::CharDataset& data,
                    const std::vector<int64_t>& prompt, int64_t n, nn::GenerateOptions options,
                    Generator& gen) {
-  const int64_t window = model.config().max_len, keep = std::max<int64_t>(1, window / 2);
-  std::vector<int64_t> ids = prompt;
-  const size_t start = ids.size();
-  for (int64_t left = n; left > 0;) {
-    const int64_t p = std::min<int64_t>(static_cast<int64_t>(ids.size()), keep);
-    options.new_tokens = std::min(left, window - p);
-    std::vector<int64_t> context(ids.end() - p, ids.end());
-    Tensor out = nn::generate(model, from_indices(context, {1, p}), options, gen);
-    for (int64_t j = p; j < out.shape()[1]; ++j)
-      ids.push_back(static_cast<int64_t>(out.at({0, j})));
-    left -= options.new_tokens;
-  }
-  return data.decode(prompt) + data.decode(std::span(ids).subspan(start));
+  options.new_tokens = n;
+  const auto p = static_cast<int64_t>(prompt.size());
+  const Tensor out = nn::generate(model, from_indices(prompt, {1, p}), options, gen);
+  return data.decode(prompt) + data.decode(out.narrow(1, p, n).contiguous().to_int64_vector());
 }
 
 // The default prompt, made of characters the model knows: "The " if the text

@@ -50,21 +50,29 @@ Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOpti
                 Generator& gen) {
   if (prompt.ndim() != 2 || prompt.dtype() != DType::Int64 || prompt.shape()[1] == 0)
     fail("generate: prompt must be (B, P) int64 with P >= 1, got ", shape_str(prompt.shape()));
-  const int64_t total = prompt.shape()[1] + options.new_tokens;
-  if (options.new_tokens < 0 || total > model.config().max_len)
-    fail("generate: ", prompt.shape()[1], " prompt tokens + ", options.new_tokens,
-         " new ones exceed the model's max_len ", model.config().max_len);
+  if (options.new_tokens < 0) fail("generate: new_tokens must be >= 0, got ", options.new_tokens);
   NoGradGuard no_grad;
+  const int64_t max_len = model.config().max_len;
   Tensor ids = prompt.contiguous();
+  // The last max_len tokens: all the model can see at once.
+  auto window = [&ids, max_len] {
+    const int64_t n = ids.shape()[1];
+    return n <= max_len ? ids : ids.narrow(1, n - max_len, max_len).contiguous();
+  };
+  // The cache holds positions from 0; once the text is longer than max_len
+  // every window starts elsewhere, so each step re-runs the whole window.
   std::vector<LayerCache> caches;
-  Tensor logits = model.forward(ids, Tensor(), options.use_cache ? &caches : nullptr).data();
+  bool cached = options.use_cache && ids.shape()[1] <= max_len;
+  Tensor logits = model.forward(window(), Tensor(), cached ? &caches : nullptr).data();
   for (int64_t step = 0; step < options.new_tokens; ++step) {
     Tensor last = logits.select(1, logits.shape()[1] - 1);
     Tensor next = sample_tokens(last, options.temperature, options.top_k, gen);
     ids = cat({ids, next}, 1);
     if (step + 1 == options.new_tokens) break;
-    logits = options.use_cache ? model.forward(next, Tensor(), &caches, ids.shape()[1] - 1).data()
-                               : model.forward(ids).data();
+    const int64_t n = ids.shape()[1];
+    cached = cached && n <= max_len;
+    logits = cached ? model.forward(next, Tensor(), &caches, n - 1).data()
+                    : model.forward(window()).data();
   }
   return ids;
 }

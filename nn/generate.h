@@ -19,8 +19,10 @@ struct GenerateOptions {
 };
 
 // Continues each row of `prompt` (B, P) int64 by new_tokens tokens and
-// returns (B, P + new_tokens). The total length may not exceed the model's
-// max_len. Draws from `gen` when sampling.
+// returns (B, P + new_tokens). Past the model's max_len, each token is
+// predicted from the last max_len tokens (a sliding window; positions count
+// from the window's start), with or without the cache. Draws from `gen` when
+// sampling.
 Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOptions& options,
                 Generator& gen);
 

@@ -4,7 +4,7 @@
 // once as a row of model_fields(). Everything else that needs "every field"
 // reads the table: validation here, and in the programs the command-line
 // flags with their help (--d-model for d_model), the checkpoint metadata
-// (config.d_model) and its round trip (examples/toolkit/training/run_flags.h). A new
+// (config.d_model) and its round trip (nn/io/model_file.h). A new
 // option is a member and a row, and the row says what a checkpoint written
 // before the option existed meant (`absent`).
 //

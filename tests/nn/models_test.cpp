@@ -151,14 +151,6 @@ TEST(Generate, TopKOneIsGreedyAndSamplingFollowsTheDistribution) {
   EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
 }
 
-TEST(Generate, TooLongThrows) {
-  Generator gen(0);
-  ModelConfig c;
-  c.vocab = 5, c.d_model = 8, c.heads = 2, c.layers = 1, c.d_ff = 8, c.max_len = 6;
-  DecoderLM m(c, gen);
-  EXPECT_THROW(generate(m, zeros({1, 3}, DType::Int64), {.new_tokens = 4}, gen), Error);
-}
-
 }  // namespace
 }  // namespace gradflow::nn
 

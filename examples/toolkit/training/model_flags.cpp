@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <type_traits>
 
 #include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/memory_estimate.h"
 
 namespace gradflow::training {
 
@@ -18,20 +18,7 @@ std::string flag_name(const nn::ModelField& field) {
 }
 
 std::string field_text(const nn::ModelField& field, const nn::ModelConfig& config) {
-  return std::visit(
-      [&config](auto member) -> std::string {
-        const auto& value = config.*member;
-        using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, nn::ScaleMode>)
-          return value.name();
-        else if constexpr (std::is_same_v<T, nn::NormPlacement>)
-          return nn::norm_placement_name(value);
-        else if constexpr (std::is_same_v<T, std::string>)
-          return value;
-        else
-          return cli::detail::format_value(value);
-      },
-      field.member);
+  return nn::model_field_text(field, config);
 }
 
 void set_field(const nn::ModelField& field, nn::ModelConfig& config, const std::string& text) {
@@ -96,34 +83,29 @@ nn::ScaleMode parse_scale(const std::string& text) {
   }
 }
 
-nn::Metadata config_metadata(const nn::ModelConfig& config) {
-  nn::Metadata m;
-  for (const nn::ModelField& field : nn::model_fields())
-    m.emplace_back(std::string("config.") + field.name, field_text(field, config));
-  return m;
+nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
+  try {
+    // Each field read by the flags' parser (set_field), as on the command line.
+    return nn::config_from_metadata(m, set_field);
+  } catch (const Error& e) {
+    std::string problem = e.what();
+    const std::string nn_prefix = "bad model config in the file: ";
+    if (problem.rfind(nn_prefix, 0) == 0) problem.erase(0, nn_prefix.size());
+    throw UsageError("--resume: bad model config in the checkpoint: " + problem);
+  }
 }
 
-nn::ModelConfig config_from_metadata(const nn::Metadata& m) {
-  nn::ModelConfig c;
+void check_resumed_model(const std::string& checkpoint, ModelKind kind,
+                         const nn::ModelConfig& config, int64_t classes) {
+  const nn::ModelKind nn_kind = kind == ModelKind::kDecoder ? nn::ModelKind::kDecoder
+                                : kind == ModelKind::kEncoderDecoder
+                                    ? nn::ModelKind::kEncoderDecoder
+                                    : nn::ModelKind::kClassifier;
   try {
-    for (const nn::ModelField& field : nn::model_fields()) {
-      const std::string key = std::string("config.") + field.name;
-      auto it =
-          std::find_if(m.begin(), m.end(), [&key](const auto& kv) { return kv.first == key; });
-      // A field the checkpoint predates: the value it had then, if the table
-      // says (field.absent); otherwise the checkpoint is damaged.
-      if (it == m.end() && field.absent == nn::kRefuseIfAbsent) throw UsageError("no " + key);
-      const std::string text = it == m.end() ? field.absent : it->second;
-      try {
-        set_field(field, c, text);
-      } catch (const std::exception& e) {
-        throw UsageError(key + " " + cli::quote(text) + ": " + e.what());
-      }
-    }
-    c.validate();
-    return c;
-  } catch (const std::exception& e) {
-    throw UsageError(std::string("--resume: bad model config in the checkpoint: ") + e.what());
+    nn::check_model_file({.kind = nn_kind, .config = config, .classes = classes},
+                         nn::load_safetensors_header(checkpoint), "model.");
+  } catch (const Error& e) {
+    throw UsageError("--resume " + cli::quote(checkpoint) + ": " + e.what());
   }
 }
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "nn/io/checkpoint.h"
+#include "nn/io/model_file.h"
 #include "nn/model_config.h"
 
 namespace gradflow::training {
@@ -30,11 +30,17 @@ void check_float32(double value);
 // (args.h) and checked with check_float32. Throws UsageError.
 nn::ScaleMode parse_scale(const std::string& text);
 
-// Every field as metadata ("config.d_model" = "64", ...) and back, checked
-// with validate(). A field missing from the metadata (a checkpoint older than
-// the field) takes the value its row's `absent` says (head_dim 0, norm_type
-// layernorm, ffn mlp), or is refused where the row says so.
-nn::Metadata config_metadata(const nn::ModelConfig& config);
+// nn::config_metadata and nn::config_from_metadata (nn/io/model_file.h), each
+// field read as its flag is; a problem is a UsageError of --resume.
+using nn::config_metadata;  // the one function, whichever way it is named
 nn::ModelConfig config_from_metadata(const nn::Metadata& metadata);  // throws UsageError
+
+enum class ModelKind;  // memory_estimate.h
+// Before a resumed run builds its model from the checkpoint's config: the
+// config's size against memory and the checkpoint's tensors against the
+// config (nn::check_model_file), so an edited config.layers is refused at
+// once. Throws a UsageError of --resume naming the tensor.
+void check_resumed_model(const std::string& checkpoint, ModelKind kind,
+                         const nn::ModelConfig& config, int64_t classes);
 
 }  // namespace gradflow::training

@@ -52,6 +52,8 @@ nn::ModelConfig TrainingProgram::prepare(int64_t vocab, int64_t max_len, Trainin
   if (!parsed_) throw std::logic_error(name_ + ": prepare before parse");
   config_ = checkpoint_.empty() ? model_config(flags_, vocab, max_len)
                                 : config_from_metadata(checkpoint_);
+  if (!checkpoint_.empty())  // its tensors against its config, before anything is built
+    check_resumed_model(checkpoint_path(flags_.resume), shape.kind, *config_, shape.classes);
   shape.config = *config_;
   shape.batch = flags_.batch;
   lock_.emplace(prepare_run(flags_, shape));
