@@ -202,7 +202,7 @@ TEST_F(AttentionMapsProgramTest, EveryTrainingProgramDrawsEachLayer) {
     args.insert(args.end(), {"--attention-maps", maps});
     Result r = run(program_path(e.program), args);
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("attention maps: wrote \"" + maps), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("attention maps: wrote " + maps + "/"), std::string::npos) << r.out;
     std::set<std::string> written;
     for (const auto& entry : fs::directory_iterator(maps))
       written.insert(entry.path().filename().string());

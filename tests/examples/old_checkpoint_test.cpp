@@ -12,7 +12,10 @@
 // --context 16 --eval-batches 1, classify --max-len 6 --eval-examples 32,
 // recall --keys 8 --pairs 3 --queries 2 --eval-examples 16. Each folder
 // keeps the checkpoint and log.csv, and resumed_log.csv: the log that code
-// wrote when it resumed the same checkpoint to step 4 (--resume DIR --steps 4).
+// wrote when it resumed the same checkpoint to step 4 (--resume DIR --steps 4),
+// its steps 3 and 4 written again since a resume that raises --steps keeps the
+// cosine's first span (steps past it at its final learning rate, lr / 10)
+// where that code started a new cosine over 4 steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>

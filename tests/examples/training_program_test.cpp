@@ -154,8 +154,10 @@ TEST(TrainingProgram, ARunOpensAndClosesInOrderAndAResumeTakesTheCheckpointsConf
   // One evaluation, at the last step; the summary, then show without gradients.
   EXPECT_EQ(calls, (std::vector<std::string>{"evaluate", "summary 1", "show no grad"}));
   EXPECT_EQ(out, "  4 steps of 8 pairs, constant(lr=0.001); 8 held-out pairs; output in " +
-                     dir.str() + "\nSUMMARY\nSHOW\nwrote \"" + dir.str() +
-                     "\"/{log.csv,checkpoint.safetensors,model.safetensors}\n");
+                     dir.str() + "\nSUMMARY\nSHOW\nwrote " +
+                     (std::filesystem::path(dir.str()) / "log.csv").string() + " " +
+                     (std::filesystem::path(dir.str()) / "checkpoint.safetensors").string() + " " +
+                     (std::filesystem::path(dir.str()) / "model.safetensors").string() + "\n");
   const nn::Metadata saved = nn::read_checkpoint_metadata(checkpoint_path(dir.str()));
   EXPECT_EQ(nn::metadata_value(saved, "program"), "test");
   EXPECT_EQ(nn::metadata_value(saved, "config.vocab"), std::to_string(vocab));

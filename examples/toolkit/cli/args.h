@@ -56,6 +56,10 @@ class HelpRequested {
 
 // A path or value as messages show it, in double quotes: "runs/my run".
 std::string quote(std::string_view text);
+// A path or value as a shell reads it back, for text a user copies into a
+// command: as it is when it holds only letters, digits and _./:=,+@%-,
+// else in single quotes ('\'' for a quote): runs/x, 'runs/my run'.
+std::string shell_word(std::string_view text);
 
 // Throws UsageError unless `path` names a regular file (after symlinks):
 //   "x.txt" does not exist | is a directory | is a FIFO, not a regular file

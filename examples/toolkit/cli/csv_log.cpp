@@ -9,6 +9,7 @@
 #include <iterator>
 #include <unordered_set>
 
+#include "examples/toolkit/cli/args.h"
 #include "tensor/error.h"
 
 namespace gradflow::cli {
@@ -86,6 +87,16 @@ CsvLog::CsvLog(std::string path, std::vector<std::string> columns, Mode mode)
   fs::path parent = fs::path(path_).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ignored);
 
+  // Something other than a file in the log's place (a FIFO, whose opening
+  // would block until a reader comes; a folder; a dangling symlink, through
+  // which writing would create a file elsewhere) is refused, not written to.
+  if (fs::symlink_status(path_, ignored).type() != fs::file_type::not_found) {
+    try {
+      require_regular_file(path_);
+    } catch (const std::exception& e) {
+      fail("csv_log: ", e.what());
+    }
+  }
   std::string header = join(columns_, ",", /*escape=*/true) + "\n";
   if (mode == Mode::kAppend && append_to_existing(header)) return;
   errno = 0;

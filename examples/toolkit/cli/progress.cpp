@@ -230,12 +230,21 @@ void Progress::note(std::string_view line) {
 }
 
 void Progress::finish(std::string_view text) {
+  end_line("done " + std::to_string(step_) + "/" + std::to_string(total_) + " in ", text);
+}
+
+void Progress::stop(std::string_view how, std::string_view text) {
+  end_line(
+      std::string(how) + " at " + std::to_string(step_) + "/" + std::to_string(total_) + " after ",
+      text);
+}
+
+void Progress::end_line(const std::string& head, std::string_view text) {
   if (finished_) return;
   finished_ = true;
   if (!text.empty()) text_ = sanitize(text);
   const double now = options_.clock();
-  std::string line = "done " + std::to_string(step_) + "/" + std::to_string(total_) + " in " +
-                     format_duration(now - start_time_) + "  " + rate_text(rate(step_, now));
+  std::string line = head + format_duration(now - start_time_) + "  " + rate_text(rate(step_, now));
   if (!text_.empty()) line += std::string(kFieldSeparator) + text_;
   if (tty_) {
     // Whole, not cut to the width: this line is never redrawn, so wrapping

@@ -82,6 +82,9 @@ class Progress {
   void note(std::string_view line);
   // Prints the final summary line once, with `text` or else the last update's.
   void finish(std::string_view text = {});
+  // The final line of a run that ended early, in place of finish()'s "done":
+  // "interrupted at 315/1500 after 40s  ..." for `how` "interrupted".
+  void stop(std::string_view how, std::string_view text = {});
 
   bool is_tty() const { return tty_; }
 
@@ -102,6 +105,8 @@ class Progress {
   size_t width() const;
   void draw(double now);
   void print_plain(double now);
+  // Prints "<head><elapsed>  <rate>  <text>" as the last line, once.
+  void end_line(const std::string& head, std::string_view text);
 
   int64_t total_;
   std::ostream& out_;

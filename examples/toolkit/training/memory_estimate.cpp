@@ -172,7 +172,8 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
   const double state = e.weights_bytes + e.optimizer_bytes;
   const double step = state + e.activation_bytes;
   const double save = 9 * kFloat * e.parameters + std::min(e.activation_bytes, kCachedCap);
-  e.total_bytes = std::max({step, state + e.eval_bytes, save}) + kBaseline;
+  e.tensor_bytes = std::max({step, state + e.eval_bytes, save});
+  e.total_bytes = e.tensor_bytes + kBaseline;
   return e;
 }
 

@@ -85,7 +85,8 @@ struct TrainingShape {
 struct MemoryEstimate {
   double parameters = 0;  // a double: a hostile size need not fit in int64
   double weights_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, total_bytes = 0;
-  double eval_bytes = 0;  // an evaluation's activations
+  double eval_bytes = 0;    // an evaluation's activations
+  double tensor_bytes = 0;  // total_bytes without its 96 MiB of program, threads and buffers
 };
 
 double count_parameters(const TrainingShape& shape);

@@ -74,6 +74,17 @@ int TrainingProgram::train(nn::Module& model, const Hooks& hooks, const Report& 
   LoopOptions loop = loop_options(flags_);
   loop.metrics = report.metrics;
   loop.metadata = run_metadata(name_, *config_, run_flags);
+  // Only the cosine spans --steps; its horizon stays the first session's.
+  if (flags_.schedule == "cosine") {
+    const int64_t horizon = schedule_horizon(flags_);
+    loop.metadata.emplace_back("schedule_steps", std::to_string(horizon));
+    if (flags_.steps > horizon)
+      loop.notes.push_back("note: --steps " + std::to_string(flags_.steps) +
+                           " runs past the cosine schedule's " + std::to_string(horizon) +
+                           " steps: steps " + std::to_string(horizon + 1) + " to " +
+                           std::to_string(flags_.steps) + " keep its final learning rate, " +
+                           cli::number_text(flags_.lr / 10) + " (docs/reliability.md)");
+  }
   loop.metadata.insert(loop.metadata.end(), report.metadata.begin(), report.metadata.end());
   TrainResult result = run_training(model, optimizer, *schedule_, generators_, loop, hooks);
   if (result.outcome != Outcome::kFinished) return exit_code(result);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 #include "autograd/reference.h"
+#include "examples/toolkit/training/run_lock.h"
 #include "examples/toolkit/training/step_graph.h"
 #include "tensor/parallel.h"
 
@@ -111,7 +114,8 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   add_model_flags(run, &f.model);
   run.add("--seed", &f.seed, "seed of the initialisation and the data").min(0);
   args.add("--threads", &f.threads,
-           "threads: each step runs this many parts of the batch at once, one per thread")
+           "threads: each step runs this many parts of the batch at once, one per thread "
+           "(the same --threads gives the same run bitwise; a resume keeps the run's)")
       .min(1)
       .max(256);
   // A run flag: which steps have a val_loss is part of what the log means.
@@ -174,6 +178,27 @@ void check_config_matches_flags(const nn::Metadata& metadata, const CommonFlags&
   }
 }
 
+std::string metadata_or(const nn::Metadata& metadata, const std::string& key) {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return v;
+  return "";
+}
+
+// What a resumed run keeps of its own unless told otherwise: its threads (so
+// it continues bitwise, docs/reliability.md) and its schedule's horizon (a
+// checkpoint older than "schedule_steps" spans its own --steps).
+void keep_run_settings(const cli::ArgParser& args, const nn::Metadata& metadata, CommonFlags& f) {
+  const std::string threads = metadata_or(metadata, "threads");
+  if (!args.seen("--threads") && !threads.empty()) {
+    const int saved = std::atoi(threads.c_str());
+    if (saved >= 1 && saved <= 256) f.threads = saved;
+  }
+  std::string horizon = metadata_or(metadata, "schedule_steps");
+  if (horizon.empty()) horizon = metadata_or(metadata, "flag.--steps");
+  const long long steps = std::atoll(horizon.c_str());
+  if (steps >= 1 && steps <= nn::kMaxCheckpointStep) f.schedule_steps = steps;
+}
+
 }  // namespace
 
 nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
@@ -198,6 +223,12 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     const std::string path = checkpoint_path(dir.string());
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw UsageError("--resume " + given + ": no such folder");
+    // A run still training there has the folder, with or without a first
+    // checkpoint: say so, rather than advise starting it again.
+    if (const std::string holder = lock_holder(dir.string()); !holder.empty())
+      throw UsageError("--resume " + given + " is in use by another run (" + holder +
+                       "), still training: wait for it to end, or stop it (Ctrl-C, kill " +
+                       "PID) and resume then");
     if (!fs::is_regular_file(path, ec))
       throw UsageError(
           "--resume " + given + ": no checkpoint.safetensors there" +
@@ -226,6 +257,7 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
     }
     flags.resume = dir.string();
     if (!args.seen("--out")) flags.out = flags.resume;
+    keep_run_settings(args, metadata, flags);
   }
   // The fields across fields (d_model a multiple of heads, rope's even d_k);
   // each field alone was checked as its flag was read.
@@ -239,7 +271,12 @@ nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, i
   // Before the run claims its folder: a drawing that cannot be made is a
   // mistake in the command, not a failure at step N.
   check_graph_request({.path = flags.graph, .step = flags.graph_step}, flags.steps);
-  set_num_threads(flags.threads);
+  try {
+    set_num_threads(flags.threads);
+  } catch (const std::system_error& e) {  // from std::thread: the bare "Resource ..."
+    throw UsageError("--threads " + std::to_string(flags.threads) +
+                     ": cannot start a worker thread: " + e.code().message());
+  }
   set_reference_ops(flags.reference);
   // Denormal gradients (a saturated softmax's) would slow Intel cores several
   // times over for a difference below 1e-38 (tensor/parallel.h).
@@ -254,8 +291,13 @@ nn::ModelConfig model_config(const CommonFlags& f, int64_t vocab, int64_t max_le
   return c;
 }
 
+int64_t schedule_horizon(const CommonFlags& f) {
+  return f.schedule_steps > 0 ? f.schedule_steps : f.steps;
+}
+
 nn::LrSchedule make_schedule(const CommonFlags& f, int64_t d_model) {
-  const int64_t warmup = std::min(f.warmup, f.steps);
+  const int64_t horizon = schedule_horizon(f);
+  const int64_t warmup = std::min(f.warmup, horizon);
   // noam peaks at factor / sqrt(d_model * warmup) on update `warmup`.
   const double factor =
       f.lr * std::sqrt(static_cast<double>(d_model * std::max<int64_t>(warmup, 1)));
@@ -263,7 +305,7 @@ nn::LrSchedule make_schedule(const CommonFlags& f, int64_t d_model) {
     return nn::LrSchedule::from_name(f.schedule, {.lr = f.lr,
                                                   .min_lr = f.lr / 10,
                                                   .warmup_steps = warmup,
-                                                  .total_steps = f.steps,
+                                                  .total_steps = horizon,
                                                   .d_model = d_model,
                                                   .noam_factor = factor});
   } catch (const std::exception& e) {

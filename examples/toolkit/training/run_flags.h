@@ -71,6 +71,10 @@ class RunFlags {
 // before add_common_flags, so --help shows them.
 struct CommonFlags {
   int64_t steps = 1000, batch = 32, warmup = 100, eval_every = 200, save_every = 500;
+  // The steps the learning-rate schedule spans: 0 means --steps. A resumed
+  // run keeps its first session's (setup_run), so raising --steps never
+  // restarts the cosine's decay: the steps past it keep its final lr.
+  int64_t schedule_steps = 0;
   double lr = 1e-3, clip = 1.0, weight_decay = 0.01;
   std::string schedule = "cosine";
   // Every field a flag sets (--d-model, --scale, --positional, ...: the
@@ -92,8 +96,10 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run_flags, CommonFlags& fl
 
 // After args.parse: with --resume DIR, reads DIR/checkpoint.safetensors and
 // restores the run flags from it (checking it is a checkpoint of `program`),
-// and --out, unless given, becomes DIR; checks the model sizes; sets the
-// BLAS threads and, with --reference, the reference path. Returns the checkpoint's metadata, empty
+// and --out, unless given, becomes DIR, --threads, unless given, the run's,
+// and the schedule keeps the run's horizon (schedule_steps); refuses to
+// resume a run still in progress; checks the model sizes; sets the threads
+// and, with --reference, the reference path. Returns the checkpoint's metadata, empty
 // for a fresh run. Throws UsageError.
 nn::Metadata setup_run(const std::string& program, const cli::ArgParser& args, int argc,
                        char** argv, RunFlags& run_flags, CommonFlags& flags);
@@ -104,8 +110,11 @@ std::string checkpoint_path(const std::string& dir);  // DIR/checkpoint.safetens
 nn::ModelConfig model_config(const CommonFlags& flags, int64_t vocab, int64_t max_len);
 
 // --schedule with --lr as its peak for every schedule (noam's factor is set
-// so), and --warmup capped at --steps.
+// so), spanning schedule_horizon steps, with --warmup capped at them.
 nn::LrSchedule make_schedule(const CommonFlags& flags, int64_t d_model);
+// flags.schedule_steps, or --steps when it is 0. Saved in the checkpoint as
+// "schedule_steps".
+int64_t schedule_horizon(const CommonFlags& flags);
 
 // "program", the model config and the run flags: what rebuilds the run.
 nn::Metadata run_metadata(const std::string& program, const nn::ModelConfig& config,

@@ -105,6 +105,22 @@ RunLock::RunLock(const std::string& dir) : path_((fs::path(dir) / "run.lock").st
   }
 }
 
+std::string lock_holder(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "run.lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return "";
+  struct stat info {};
+  std::string holder;
+  // A shared lock is refused while a run holds its exclusive one.
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && ::flock(fd, LOCK_SH | LOCK_NB) != 0 &&
+      errno == EWOULDBLOCK) {
+    const std::string pid = holder_pid(fd);
+    holder = pid.empty() ? "pid unknown" : "pid " + pid;
+  }
+  ::close(fd);  // drops the shared lock, if taken
+  return holder;
+}
+
 RunLock::RunLock(RunLock&& other) noexcept
     : path_(std::move(other.path_)), fd_(other.fd_), unsupported_(other.unsupported_) {
   other.fd_ = -1;

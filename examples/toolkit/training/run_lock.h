@@ -50,6 +50,11 @@ class RunLock {
   bool unsupported_ = false;
 };
 
+// "pid 1234" ("pid unknown" if it wrote none) when a run holds DIR's lock
+// now, else "" (no run.lock, or no run holding it). Takes no lock that
+// lasts and creates nothing: for messages, before a run claims a folder.
+std::string lock_holder(const std::string& dir);
+
 // Creates `out` if needed, locks it and prepares it as above. `resume_dir`
 // is the folder being resumed from ("" for a fresh run): resuming in place
 // keeps the run's files; a fresh run, or a resume into another folder that

@@ -11,6 +11,7 @@
 #include "examples/toolkit/cli/csv_log.h"
 #include "examples/toolkit/cli/progress.h"
 #include "examples/toolkit/cli/signals.h"
+#include "examples/toolkit/training/address_space.h"
 #include "examples/toolkit/training/step_graph.h"
 #include "nn/io/atomic_file.h"
 #include "nn/optim/training_step.h"
@@ -52,8 +53,20 @@ std::string value_or(const nn::Metadata& metadata, const std::string& key) {
 void carry_log(const std::string& resume_dir, const std::string& to, int64_t step,
                const nn::Metadata& checkpoint, std::ostream& err) {
   const std::string from = (fs::path(resume_dir) / "log.csv").string();
+  // Only a log that is not there is missing: a FIFO (which opening would
+  // block on), a folder or a dangling symlink in its place is refused, not
+  // replaced. symlink_status and require_regular_file's stat open nothing.
   std::error_code ec;
-  if (!fs::is_regular_file(from) || fs::file_size(from, ec) == 0) {
+  const bool absent = fs::symlink_status(from, ec).type() == fs::file_type::not_found;
+  if (!absent) {
+    try {
+      cli::require_regular_file(from);
+    } catch (const std::exception& e) {
+      throw UsageError("--resume " + cli::quote(resume_dir) + ": " + e.what() +
+                       "; move it away to continue with a new log");
+    }
+  }
+  if (absent || fs::file_size(from, ec) == 0) {
     err << "warning: " << cli::quote(from) << " is missing: a new log starts at step " << step + 1
         << " (the rows of steps 1 to " << step << " are lost)\n";
     std::error_code ignored;
@@ -75,7 +88,10 @@ void carry_log(const std::string& resume_dir, const std::string& to, int64_t ste
 training::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& shape) {
   TrainingShape checked = shape;
   checked.reference = flags.reference;
-  check_memory(estimate_training_memory(checked), available_memory_bytes());
+  const MemoryEstimate estimate = estimate_training_memory(checked);
+  check_memory(estimate, available_memory_bytes());
+  check_address_space(flags.threads, estimate.tensor_bytes, address_space_limit(),
+                      address_space_in_use());
   return training::claim_run_dir(flags.out, flags.resume, flags.overwrite, std::cerr);
 }
 
@@ -175,6 +191,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
   cli::CsvLog log(log_path, columns,
                   resuming ? cli::CsvLog::Mode::kAppend : cli::CsvLog::Mode::kTruncate);
   result.written.push_back("log.csv");
+  for (const std::string& note : options.notes) err << note << "\n";
   nn::Metadata metadata = options.metadata;
   metadata.emplace_back("threads", std::to_string(options.threads));
   // The step of the checkpoint on disk in `dir`, if any.
@@ -283,7 +300,10 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     if (result.outcome != Outcome::kFinished) break;
     if (options.save_every > 0 && info.step % options.save_every == 0 && !last) save();
   }
-  progress.finish();
+  if (result.outcome == Outcome::kFinished)
+    progress.finish();
+  else  // "done 315/1500" would read as a finished run
+    progress.stop(result.outcome == Outcome::kInterrupted ? "interrupted" : "stopped");
   const bool saved = save();
   if (saved) save_model();
   // A stop signal that came during the final save: the run is saved, but it
@@ -293,15 +313,16 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     result.signal = signal;
   }
   if (!saved && result.outcome == Outcome::kFinished) result.outcome = Outcome::kNotSaved;
-  const std::string where = saved ? "checkpoint saved to " + cli::quote(ckpt)
-                            : saved_step >= 0
-                                ? cli::quote(ckpt) + " is step " + std::to_string(saved_step) + "'s"
-                                : "no checkpoint saved";
+  const std::string where =
+      saved             ? "checkpoint saved to " + cli::shell_word(ckpt)
+      : saved_step >= 0 ? cli::shell_word(ckpt) + " is step " + std::to_string(saved_step) + "'s"
+                        : "no checkpoint saved";
+  const std::string program = value_or(options.metadata, "program");
+  const std::string resume_command =
+      (program.empty() ? "" : program + " ") + "--resume " + cli::shell_word(dir.string());
   if (result.outcome == Outcome::kInterrupted)
     err << "interrupted at step " << result.step << " (" << cli::signal_name(result.signal) << "); "
-        << where
-        << (saved_step >= 0 ? " (continue with --resume " + cli::quote(dir.string()) + ")" : "")
-        << "\n";
+        << where << (saved_step >= 0 ? "; continue with: " + resume_command : "") << "\n";
   if (result.outcome == Outcome::kNotSaved)
     err << "finished step " << result.step << ", but its state is not finite, so it was not saved; "
         << where << "; " << wrote_line(dir.string(), result.written) << "\n";
@@ -318,10 +339,9 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
 }
 
 std::string wrote_line(const std::string& dir, const std::vector<std::string>& files) {
-  std::string names;
-  for (const std::string& f : files) names += (names.empty() ? "" : ",") + f;
-  if (files.size() == 1) return "wrote " + cli::quote((fs::path(dir) / names).string());
-  return "wrote " + cli::quote(dir) + "/{" + names + "}";
+  std::string line = "wrote";
+  for (const std::string& f : files) line += " " + cli::shell_word((fs::path(dir) / f).string());
+  return line;
 }
 
 int exit_code(const TrainResult& result) {

@@ -29,8 +29,10 @@
 // dropped) and appends to it, so it reads as one run. The checkpoint records
 // the log's digest (csv_log.h) and --threads: a resume refuses a log whose
 // rows up to the checkpoint's step are not the ones saved with it (another
-// run's log), warns and starts a new log when log.csv is missing, and warns
-// when --threads differs (the run then continues, but not bitwise).
+// run's log) or a log.csv that is not a file (a FIFO, a folder, a dangling
+// symlink), warns and starts a new log when log.csv is missing, and warns
+// when --threads differs (the run then continues, but not bitwise; without
+// --threads a resume takes the checkpoint's, setup_run).
 //
 // SIGINT, SIGTERM and SIGHUP (signals.h) end the current step, save the
 // checkpoint and return kInterrupted with the signal; the handlers, installed
@@ -102,6 +104,7 @@ struct LoopOptions {
   nn::Metadata metadata = {};             // saved in both files
   std::string resume_dir = "";            // continue from its checkpoint, or empty
   GraphRequest graph = {};                // draw this step's graph before it runs
+  std::vector<std::string> notes = {};    // said once a resume's checks have passed
   std::ostream* err = nullptr;            // progress and messages; nullptr: std::cerr
   std::optional<bool> tty = std::nullopt;
 };
@@ -132,8 +135,9 @@ struct TrainResult {
   std::vector<std::string> written = {};
 };
 
-// `wrote "DIR"/{log.csv,checkpoint.safetensors}`: what a program reports it
-// wrote, naming only those files.
+// "wrote runs/x/log.csv runs/x/checkpoint.safetensors": what a program
+// reports it wrote, naming only those files, each a path a shell reads back
+// as it is (cli::shell_word), so it can be copied into the next command.
 std::string wrote_line(const std::string& dir, const std::vector<std::string>& files);
 
 // Trains model with optimizer from options.resume_dir's checkpoint or from
