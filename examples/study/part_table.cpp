@@ -1,6 +1,7 @@
 #include "examples/study/part_table.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace gradflow::study {
 
@@ -16,12 +17,63 @@ StudyRun::StudyRun(const Settings& s)
       length_options(study::length_options(s)) {}
 
 namespace {
+
+// The parts' costs in units of the calibration workload (study_time.h),
+// fitted on a 2-core AMD EPYC (examples/study/README.md says how): train's
+// from a --parts train run paired with its calibration, the others' from
+// their seconds beside train's in the default and --full runs of
+// docs/programs.md. A training part's units per training_units() of its
+// runs (its evaluations, probes and early stops differ), and the
+// measurements'.
+constexpr double kTrainUnits = 40, kSgdUnits = 33, kLrUnits = 40, kWidthUnits = 97,
+                 kDepthTrainUnits = 36, kLengthUnits = 74;
+constexpr double kInitUnitsPerMillion = 83;   // per million d_k x max(n_keys, 64) of a row
+constexpr double kDepthUnitsPerLayer = 0.32;  // per layer of a stack and 8 draws
+constexpr double kLengthMeasureUnits = 2200;  // the length part's measurements at initialisation
+
+// init's jobs: a (mode, d_k, n_keys) row each, largest d_k x n_keys first
+// (run_init's order). Its random draws cost d_k x max(n_keys, 64), its
+// layer draws about a fixed amount per 1024 rows (--full: 8192).
+PartCost init_cost(const InitOptions& o) {
+  std::vector<double> sizes;
+  for (size_t m = 0; m < study_modes().size(); ++m)
+    for (int64_t d_k : o.d_ks)
+      for (int64_t n : o.n_keys)
+        sizes.push_back(static_cast<double>(d_k * std::max<int64_t>(n, 64)) +
+                        4096.0 * static_cast<double>(o.layer_rows) / 1024.0);
+  std::stable_sort(sizes.begin(), sizes.end(), std::greater<>());
+  PartCost cost{.unit = "draw set"};
+  for (double s : sizes) cost.jobs.push_back(kInitUnitsPerMillion * s * 1e-6);
+  return cost;
+}
+
+// depth's jobs: a (mode, norm placement, depth) stack each, in that order;
+// a stack's draws cost per layer, and building it about 4 layers' worth.
+PartCost depth_cost(const DepthOptions& o) {
+  PartCost cost{.unit = "stack"};
+  for (size_t m = 0; m < study_modes().size(); ++m)
+    for (int placement = 0; placement < 2; ++placement)
+      for (int64_t layers : o.depths)
+        cost.jobs.push_back(
+            kDepthUnitsPerLayer *
+            ((static_cast<double>(layers) + 0.5) * static_cast<double>(o.draws) / 8.0 + 4));
+  return cost;
+}
+
+// length: its measurements at initialisation, then its training runs.
+PartCost length_cost(const Settings& settings, const LengthOptions& o) {
+  PartCost cost = training_cost(length_runs(settings, o), kLengthUnits);
+  cost.before_jobs = kLengthMeasureUnits;
+  return cost;
+}
+
 std::vector<Part>& table() {
   static std::vector<Part> rows = {
       {.name = "init",
        .letter = 'A',
        .summary = "attention at initialisation, over many random draws, for d_k 4 to 1024 and "
                   "8, 64, 512 keys",
+       .cost = [](const StudyRun& r) { return init_cost(r.init_options); },
        .run = [](StudyRun& r) { r.init = run_init(r.settings, r.init_options); },
        .section =
            [](const StudyRun& r) {
@@ -34,6 +86,10 @@ std::vector<Part>& table() {
        .summary = "an encoder-decoder on reverse and a two-layer decoder on associative recall, "
                   "trained under each arm over several seeds",
        .plan = [](const StudyRun& r) { return train_runs(r.settings, r.train_options); },
+       .cost =
+           [](const StudyRun& r) {
+             return training_cost(train_runs(r.settings, r.train_options), kTrainUnits);
+           },
        .run = [](StudyRun& r) { r.train = run_train(r.settings, r.train_options); },
        .section = [](const StudyRun& r) { return train_section(r.train_options, r.train, r.lr); },
        .reads = {"lr"},
@@ -43,12 +99,17 @@ std::vector<Part>& table() {
       {.name = "sgd",
        .summary = "three arms on reverse under plain SGD over a few learning rates",
        .plan = [](const StudyRun& r) { return sgd_runs(r.settings, r.sgd_options); },
+       .cost =
+           [](const StudyRun& r) {
+             return training_cost(sgd_runs(r.settings, r.sgd_options), kSgdUnits);
+           },
        .run = [](StudyRun& r) { r.sgd = run_sgd(r.settings, r.sgd_options); },
        .section = [](const StudyRun& r) { return sgd_section(r.sgd_options, r.sgd); },
        .files = {"sgd_sweep.csv", "sgd_lr.svg"}},
       {.name = "depth",
        .letter = 'D',
        .summary = "gradient norms and token similarity across 1 to 8 layers at initialisation",
+       .cost = [](const StudyRun& r) { return depth_cost(r.depth_options); },
        .run = [](StudyRun& r) { r.depth = run_depth(r.settings, r.depth_options); },
        .section = [](const StudyRun& r) { return depth_section(r.depth_options, r.depth); },
        .files = {"depth_metrics.csv", "depth_gradients.svg", "depth_cosine.svg"}},
@@ -57,6 +118,10 @@ std::vector<Part>& table() {
        .in_default = false,
        .summary = "learning-rate sensitivity per arm",
        .plan = [](const StudyRun& r) { return lr_runs(r.settings, r.lr_options); },
+       .cost =
+           [](const StudyRun& r) {
+             return training_cost(lr_runs(r.settings, r.lr_options), kLrUnits);
+           },
        .run = [](StudyRun& r) { r.lr = run_lr(r.settings, r.lr_options); },
        .section = [](const StudyRun& r) { return lr_section(r.lr_options, r.lr); },
        .files = {"lr_sweep.csv", "lr_sensitivity.svg", "lr_max_logit.svg", "entropy_collapse.svg"}},
@@ -65,6 +130,10 @@ std::vector<Part>& table() {
        .in_default = false,
        .summary = "the best learning rate across width, standard against muP",
        .plan = [](const StudyRun& r) { return width_runs(r.settings, r.width_options); },
+       .cost =
+           [](const StudyRun& r) {
+             return training_cost(width_runs(r.settings, r.width_options), kWidthUnits);
+           },
        .run = [](StudyRun& r) { r.width = run_width(r.settings, r.width_options); },
        .section = [](const StudyRun& r) { return width_section(r.width_options, r.width); },
        .files = {"width_sweep.csv", "width_lr.svg", "width_best_lr.svg"}},
@@ -74,6 +143,11 @@ std::vector<Part>& table() {
        .summary = "depth in training, pre- against post-LN, with and without warm-up",
        .plan =
            [](const StudyRun& r) { return depth_train_runs(r.settings, r.depth_train_options); },
+       .cost =
+           [](const StudyRun& r) {
+             return training_cost(depth_train_runs(r.settings, r.depth_train_options),
+                                  kDepthTrainUnits);
+           },
        .run =
            [](StudyRun& r) { r.depth_train = run_depth_train(r.settings, r.depth_train_options); },
        .section =
@@ -86,6 +160,7 @@ std::vector<Part>& table() {
        .summary = "the scale against the number of keys, at initialisation and trained short, "
                   "tested long",
        .plan = [](const StudyRun& r) { return length_runs(r.settings, r.length_options); },
+       .cost = [](const StudyRun& r) { return length_cost(r.settings, r.length_options); },
        .run = [](StudyRun& r) { r.length = run_length(r.settings, r.length_options); },
        .section = [](const StudyRun& r) { return length_section(r.length_options, r.length); },
        .files = {"length_metrics.csv", "length_train.csv", "length_critical.csv", "length_init.svg",

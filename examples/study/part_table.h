@@ -13,6 +13,7 @@
 
 #include "examples/study/length.h"
 #include "examples/study/parts.h"
+#include "examples/study/study_time.h"
 
 namespace gradflow::study {
 
@@ -52,6 +53,11 @@ struct Part {
   // The training runs it will make, for the memory check before anything
   // runs; null for a part that trains nothing.
   std::function<std::vector<RunSpec>(const StudyRun&)> plan{};
+  // Its jobs as its progress counts them, and each one's cost in units of
+  // the calibration workload (study_time.h), for the plan and estimate the
+  // study prints before it starts and its one progress line; null: nothing
+  // to count (the study then counts the part as no work).
+  std::function<PartCost(const StudyRun&)> cost{};
   std::function<void(StudyRun&)> run{};               // measures, into the StudyRun
   std::function<Section(const StudyRun&)> section{};  // its share of the report
   std::vector<std::string> reads{};                   // the parts whose results its section reads

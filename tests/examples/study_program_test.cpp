@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -160,6 +162,144 @@ TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
     EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
   EXPECT_EQ(lines(read(out + "/final_metrics.csv")), 1u + 2 * 2);  // header, modes x seeds
   EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
+}
+
+// Waits (up to two minutes) until `file` holds `text`; false if it never does.
+bool wait_for_text(const std::string& file, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(file);
+    const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (held.find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The number after `prefix` in `text`, or -1.
+long number_after(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  return at == std::string::npos ? -1 : std::atol(text.c_str() + at + prefix.size());
+}
+
+// Before it starts the study says what it will run and how long that takes
+// here; --estimate says only that, and writes nothing.
+TEST_F(StudyProgramTest, TheEstimateFlagPrintsThePlanAndExits) {
+  const std::string out = path("estimated");
+  Result r = run(kScalingStudy, {"--estimate", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The default run's parts and their jobs: init's 10 arms x 5 d_k x 3 key
+  // counts, train's 2 tasks x 2 d_k x 6 arms x 5 seeds, sgd's 2 d_k x 3 arms
+  // x 3 rates x 3 seeds, depth's 10 arms x 2 norm placements x 4 depths.
+  EXPECT_NE(r.out.find("plan: init 150 draw sets, train 120 runs, sgd 54 runs, depth 80 stacks "
+                       "(404 jobs)\n"),
+            std::string::npos)
+      << r.out;
+  const size_t estimate = r.out.find("\nestimate: about ");
+  ASSERT_NE(estimate, std::string::npos) << r.out;
+  const std::string line = r.out.substr(estimate + 1, r.out.find('\n', estimate + 1) - estimate);
+  EXPECT_NE(line.find(" on 2 threads here ("), std::string::npos) << line;
+  EXPECT_GT(number_after(line, "here ("), 0) << line;
+  EXPECT_NE(line.find(" s of one thread at this machine's speed now; the calibration run took "),
+            std::string::npos)
+      << line;
+  EXPECT_FALSE(fs::exists(out));
+  r = run(kScalingStudy, {"--estimate", "--threads", "1", "--parts", "depth", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("plan: depth 80 stacks (80 jobs)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" on 1 thread here ("), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// One progress line for the study: it counts each job of each part once,
+// and ends with all of them.
+TEST_F(StudyProgramTest, OneProgressLineCountsEveryJob) {
+  const std::string out = path("counted");
+  Result r =
+      run(kScalingStudy, {"--parts", "train,depth", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                          "inv_sqrt_dk,none", "--seeds", "2", "--steps", "10", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("plan: train 4 runs, depth 80 stacks (84 jobs)\n"), std::string::npos)
+      << r.out;
+  // Plain lines (stderr is a file), the last after the last job, then the total.
+  EXPECT_NE(r.err.find("job 84/84  work 100%  elapsed "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\ndone: 84 of 84 jobs in "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("/4 "), std::string::npos) << "a part's own bar: " << r.err;
+  EXPECT_EQ(r.err.find("/80 "), std::string::npos) << "a part's own bar: " << r.err;
+  size_t last = 0;  // the count never goes back
+  for (size_t at = r.err.find("job "); at != std::string::npos; at = r.err.find("\njob ", at + 1)) {
+    const long done = number_after(r.err.substr(at), "job ");
+    EXPECT_GE(done, static_cast<long>(last)) << r.err;
+    last = static_cast<size_t>(std::max(0L, done));
+  }
+}
+
+// A flag no chosen part reads is named on stderr, in one line, and the
+// run goes on; its value is checked only where it is used.
+TEST_F(StudyProgramTest, FlagsThePartsDoNotUseAreNamedNotChecked) {
+  Result r = run(kScalingStudy, {"--parts", "depth", "--recall-pairs", "40", "--recall-keys", "8",
+                                 "--d-ks", "0", "--estimate"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "scaling_study: warning: --d-ks, --recall-pairs, --recall-keys are not used by the "
+            "parts run here (depth); ignored\n");
+  r = run(kScalingStudy,
+          {"--parts", "train", "--tasks", "reverse", "--recall-pairs", "40", "--estimate"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "scaling_study: warning: --recall-pairs is not used by the parts run here (train; "
+            "train without recall); ignored\n");
+  // Where it is used, a bad value is still refused.
+  expect_usage_error(kScalingStudy, {"--parts", "train", "--recall-pairs", "40", "--recall-keys",
+                                     "8", "--estimate"});
+  r = run(kScalingStudy, {"--parts", "train", "--tasks", "reverse", "--modes", "inv_sqrt_dk",
+                          "--seeds", "1", "--estimate"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+// The length part measures at initialisation before its first job, outside
+// the job runner: a signal there stops it as one in a job does.
+TEST_F(StudyProgramTest, ASignalDuringTheLengthMeasurementsStopsLikeAnyOther) {
+  for (int signal : {SIGTERM, SIGINT}) {
+    const std::string out = path("length" + std::to_string(signal));
+    const pid_t pid = spawn(kScalingStudy, {"--parts", "length", "--out", out});
+    // The estimate is printed after the calibration, as the part starts.
+    ASSERT_TRUE(wait_for_text(path("stdout"), "\nestimate: ")) << read(path("stderr"));
+    ::kill(pid, signal);
+    const Result r = wait(pid);
+    EXPECT_EQ(r.code, 128 + signal) << r.err;
+    EXPECT_EQ(r.killed_by, 0);
+    const std::string name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
+    EXPECT_NE(r.err.find("scaling_study: interrupted by " + name + " in length (0 of "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("done); nothing written to " + out + "\n"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out + "/report.md"));
+  }
+}
+
+// A signal that comes while the report is written: the study is complete,
+// but the run was asked to stop, and exit 0 would hide that.
+TEST_F(StudyProgramTest, ASignalWhileTheReportIsWrittenIsNotExitZero) {
+  const std::string out = path("written");
+  // Holds the run once its report is written until a signal comes.
+  ::setenv("GRADFLOW_STUDY_PAUSE_AFTER_REPORT", "120", 1);
+  const pid_t pid = spawn(kScalingStudy, tiny_study(out));
+  ::unsetenv("GRADFLOW_STUDY_PAUSE_AFTER_REPORT");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!fs::exists(out + "/report.md") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGTERM);
+  const Result r = wait(pid);
+  EXPECT_EQ(r.code, 128 + SIGTERM) << r.err;
+  EXPECT_NE(r.err.find("scaling_study: interrupted by SIGTERM while writing the report; the study "
+                       "in " +
+                       out + " is complete\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(out + "/final_metrics.csv"));
 }
 
 }  // namespace
