@@ -11,6 +11,7 @@
 #include "examples/study/part_table.h"
 #include "examples/study/study.h"
 #include "nn/io/atomic_file.h"
+#include "tensor/kernels/blas_info.h"
 
 namespace gradflow::study {
 
@@ -195,7 +196,10 @@ void write_report(const std::string& dir, const ReportInfo& info,
   md << "# Attention scaling study\n\n"
      << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.training_seeds
      << " training seeds, " << info.threads << " threads) in " << significant(info.seconds, 3)
-     << " s. Every number below comes from this run; the CSV files beside this report hold all "
+     << " s, its matrix products run by " << blas_summary()
+     << " (floats differ across CPUs' kernel paths in their last bits, and so may this "
+        "run's figures). Every number below comes from this run; the CSV files beside this report "
+        "hold all "
         "of them, and docs/study.md explains the claims, the metrics and the literature. "
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
   findings_section(md, sections);

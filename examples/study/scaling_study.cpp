@@ -24,6 +24,7 @@
 #include "examples/toolkit/cli/signals.h"
 #include "examples/toolkit/training/memory_estimate.h"
 #include "examples/toolkit/training/run_lock.h"
+#include "tensor/kernels/blas_info.h"
 #include "tensor/parallel.h"
 
 using namespace gradflow;
@@ -157,6 +158,7 @@ int run(int argc, char** argv) {
     if (p->plan) std::ranges::copy(p->plan(study), std::back_inserter(planned));
   check_study_memory(planned, f.threads);
   const std::vector<study::NamedCost> costs = part_costs(chosen, study);
+  note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
   std::printf("%s\n", study::plan_line(costs).c_str());
   std::fflush(stdout);
 

@@ -229,6 +229,23 @@ TEST(ArgParser, HelpWinsOverOtherMistakesButNotAfterDoubleDash) {
   EXPECT_EQ(s.file, "--help");
 }
 
+// --version, like --help, wins over other mistakes and exits 0 through
+// run_cli; it names gradflow's version and what runs the matrix products.
+TEST(ArgParser, VersionSaysWhatRunsTheProducts) {
+  Seq2Seq s;
+  try {
+    s.parse({"--stpes", "x", "--version"});
+    ADD_FAILURE() << "no HelpRequested";
+  } catch (const HelpRequested& h) {
+    EXPECT_EQ(h.text(), s.args.version());
+  }
+  const std::string v = s.args.version();
+  EXPECT_EQ(v.rfind("seq2seq (gradflow 0.1.0)\n", 0), 0u) << v;
+  for (const char* field : {"openblas=", " blas_core=", " cpu=", " kernels=", " gemm="})
+    EXPECT_NE(v.find(field), std::string::npos) << field << " in " << v;
+  EXPECT_NE(s.args.help().find("--version"), std::string::npos);
+}
+
 TEST(ArgParser, RegistrationMistakesAreLogicErrors) {
   int x = 0;
   ArgParser args("prog", "");
@@ -237,6 +254,7 @@ TEST(ArgParser, RegistrationMistakesAreLogicErrors) {
   EXPECT_THROW(args.add("-y", &x, "one dash"), std::logic_error);
   EXPECT_THROW(args.add("--y=1", &x, "equals"), std::logic_error);
   EXPECT_THROW(args.add("--help", &x, "reserved"), std::logic_error);
+  EXPECT_THROW(args.add("--version", &x, "reserved"), std::logic_error);
   EXPECT_THROW(args.seen("--nope"), std::logic_error);
 }
 

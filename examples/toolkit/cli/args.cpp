@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "tensor/kernels/blas_info.h"
+
 namespace gradflow::cli {
 namespace {
 
@@ -178,7 +180,7 @@ Option<T>& ArgParser::emplace(std::string name, T* target, std::string help, Kin
                  : name.size() > 2 && name.starts_with("--") && name.find('=') == std::string::npos;
   if (!well_formed || name.find(' ') != std::string::npos)
     throw std::logic_error("ArgParser: malformed option name \"" + name + "\"");
-  if (name == "--help" || find(name) != nullptr)
+  if (name == "--help" || name == "--version" || find(name) != nullptr)
     throw std::logic_error("ArgParser: option " + name + " registered twice");
   for (const auto& o : options_)
     if (positional && o->kind() == Kind::kPositionalList)
@@ -266,6 +268,7 @@ void ArgParser::parse(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") throw HelpRequested(help());
+    if (a == "--version") throw HelpRequested(version());
   }
   std::vector<detail::OptionBase*> positionals;
   for (const auto& o : options_)
@@ -291,7 +294,7 @@ void ArgParser::parse(const std::vector<std::string>& args) {
       if (o == nullptr || o->kind() == Kind::kPositional || o->kind() == Kind::kPositionalList) {
         std::string guess;
         size_t best = 3;  // farther than two edits is not a typo
-        std::vector<std::string> names = {"--help"};
+        std::vector<std::string> names = {"--help", "--version"};
         for (const auto& c : options_)
           if (c->name().starts_with("--")) names.push_back(c->name());
         for (const auto& n : names) {
@@ -336,6 +339,11 @@ std::string ArgParser::usage_line() const {
   return line;
 }
 
+std::string ArgParser::version() const {
+  return program_ + " (gradflow " GRADFLOW_VERSION ")\n" + blas_summary() + "\n" +
+         (generic_core_note().empty() ? "" : generic_core_note() + "\n");
+}
+
 std::string ArgParser::help() const {
   struct Row {
     std::string left, right;
@@ -350,6 +358,7 @@ std::string ArgParser::help() const {
     (positional ? arguments : options).push_back({left, right});
   }
   options.push_back({"-h, --help", "show this help and exit"});
+  options.push_back({"--version", "show gradflow's version and what runs the matrix products"});
 
   // Align the help column, but let an unusually long name push only its own
   // help onto the next line instead of pushing every row to the right.

@@ -268,13 +268,17 @@ class ArgParser {
                                                    std::vector<std::string>* target,
                                                    std::string help);
 
-  // Skips argv[0]. Throws HelpRequested for --help/-h anywhere before "--"
-  // (even beside other mistakes), UsageError for anything malformed.
+  // Skips argv[0]. Throws HelpRequested for --help/-h (or --version, with
+  // version()) anywhere before "--" (even beside other mistakes), UsageError
+  // for anything malformed.
   void parse(int argc, const char* const* argv);
   // The arguments without the program name (handy in tests).
   void parse(const std::vector<std::string>& args);
 
   std::string help() const;
+  // What --version prints: the program, gradflow's version, and what runs the
+  // matrix products (tensor/kernels/blas_info.h), so a figure says what made it.
+  std::string version() const;
   // Whether the option appeared on the command line, e.g. to let --full
   // change --steps only when --steps was not given.
   bool seen(std::string_view name) const;

@@ -7,6 +7,7 @@
 #include "autograd/variable.h"
 #include "examples/toolkit/cli/number_text.h"
 #include "nn/optim/optim.h"
+#include "tensor/kernels/blas_info.h"
 
 namespace gradflow::training {
 namespace {
@@ -65,6 +66,7 @@ int TrainingProgram::train(nn::Module& model, const Hooks& hooks, const Report& 
   if (!config_) throw std::logic_error(name_ + ": train before prepare");
   nn::AdamW optimizer(model.parameters(), flags_.lr,
                       nn::AdamWSettings::pytorch(flags_.weight_decay));
+  note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
   std::cout << "  " << flags_.steps << " steps of " << flags_.batch << " " << report.batch_of
             << ", " << schedule_->describe(cli::number_text)
             << (report.held_out.empty() ? "" : "; " + report.held_out) << "; output in "
