@@ -193,6 +193,10 @@ struct LayerRow {
   int64_t layer_d_k = 0;
   double max_logit = 0, entropy_norm = 0;
   double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, grad_ratio_qv = 0;
+  // ||dL/dS||: the gradient at the scaled logits S = s q k^T, the softmax's
+  // input (before a score transform and the mask). dL/dW_Q carries s once
+  // more, so this is the gradient that the scale does not multiply.
+  double grad_norm_logits = 0;
   // What the optimiser did with that gradient, the step's update: ||delta W|| / ||W||
   // for W_Q, W_K, W_V, and the mean |change| of the scaled logits on the step's
   // own batch (visible entries). Under Adam the update's size does not follow

@@ -65,6 +65,11 @@ TEST(StudyFlow, TheAnchorArmsDrawTheKeyLayerAtEveryEvaluation) {
         continue;
       EXPECT_NEAR(flow_norms(r, run.task, run.mode, 0).wq, l.grad_norm_wq, 1e-6 * l.grad_norm_wq)
           << what;
+      // And the edge into the softmax the gradient at the logits they log.
+      EXPECT_NEAR(flow_norms(r, run.task, run.mode, 0).logits, l.grad_norm_logits,
+                  1e-5 * l.grad_norm_logits)
+          << what;
+      EXPECT_GT(l.grad_norm_logits, 0) << what;
     }
     const FlowNorms n = flow_norms(r, run.task, run.mode, 2);
     EXPECT_GT(n.logits, 0) << what;
