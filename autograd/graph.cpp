@@ -164,6 +164,40 @@ Graph folded_graph(const std::vector<VariableImpl*>& order, const Graph& full,
   return sorted;
 }
 
+// The focus's ops, the leaves only they use, and their neighbours outside;
+// edges with an end inside. Kept nodes stay in forward order.
+Graph focused_graph(const std::vector<VariableImpl*>& order, const Graph& full,
+                    const GraphOptions& options) {
+  const size_t n = order.size();
+  std::vector<bool> inside(n, false), kept(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (!order[i]->grad_fn) continue;
+    for (const ScopeEntry& s : options.capture->scopes_of(order[i]->grad_fn.get()))
+      inside[i] = inside[i] || s.owner == options.focus;
+  }
+  std::vector<std::vector<size_t>> users(n);
+  for (const GraphEdge& e : full.edges) users[e.from].push_back(e.to);
+  for (size_t i = 0; i < n; ++i) {
+    if (order[i]->grad_fn || users[i].empty()) continue;
+    bool only_inside = true;
+    for (size_t u : users[i]) only_inside = only_inside && inside[u];
+    inside[i] = only_inside;
+  }
+  for (const GraphEdge& e : full.edges)
+    if (inside[e.from] || inside[e.to]) kept[e.from] = kept[e.to] = true;
+  for (size_t i = 0; i < n; ++i) kept[i] = kept[i] || inside[i];
+  std::vector<size_t> id(n, SIZE_MAX);
+  Graph g;
+  for (size_t i = 0; i < n; ++i)
+    if (kept[i]) id[i] = g.nodes.size(), g.nodes.push_back(full.nodes[i]);
+  for (GraphEdge e : full.edges) {
+    if (!inside[e.from] && !inside[e.to]) continue;
+    e.from = id[e.from], e.to = id[e.to];
+    g.edges.push_back(e);
+  }
+  return g;
+}
+
 std::string dot_quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -216,8 +250,14 @@ Graph build_graph(const Variable& root, const GraphOptions& options) {
   if (options.collapse_depth > 0 && !options.capture)
     fail("build_graph: collapse_depth ", options.collapse_depth,
          " needs the capture the graph was recorded under (its scopes)");
+  if (options.focus && !options.capture)
+    fail("build_graph: focus needs the capture the graph was recorded under (its scopes)");
+  if (options.focus && options.collapse_depth > 0)
+    fail("build_graph: focus draws its module op by op; collapse_depth ", options.collapse_depth,
+         " would fold it: pass one or the other");
   const std::vector<VariableImpl*> order = forward_order(root.impl().get());
   Graph full = full_graph(order, options);
+  if (options.focus) return focused_graph(order, full, options);
   if (options.collapse_depth == 0) return full;
   return folded_graph(order, full, options);
 }

@@ -89,6 +89,12 @@ struct GraphOptions {
   // deep are one box named after it (a model's forward is level 1, its
   // encoder level 2, ...), with the leaves only it uses.
   int collapse_depth = 0;
+  // Non-null: only the ops that ran inside a call of this owner (at any depth
+  // below it: a block and its layers), the leaves only they use, and the nodes
+  // just outside that feed them or use their results, so the gradient coming
+  // in and going out shows. One attention block of a whole model, op by op.
+  // Needs the capture; not with collapse_depth.
+  const void* focus = nullptr;
   std::string title = "";  // the SVG's heading
 };
 
@@ -137,5 +143,9 @@ struct NormRange {
 };
 NormRange norm_range(const Graph& graph);
 double edge_width(double norm, const NormRange& range);
+
+// to_svg with the widths spanning `range` rather than the graph's own norms:
+// drawings set side by side pass one range, so one width means one norm.
+std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range);
 
 }  // namespace gradflow

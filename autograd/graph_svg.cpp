@@ -191,8 +191,11 @@ void draw_legend(std::string& out, const NormRange& range, bool any_norm) {
 }  // namespace
 
 std::string to_svg(const Graph& graph, const std::string& title) {
+  return to_svg(graph, title, norm_range(graph));
+}
+
+std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range) {
   const Layout l = lay_out(graph);
-  const NormRange range = norm_range(graph);
   bool any_norm = false;
   for (const GraphEdge& e : graph.edges) any_norm = any_norm || !std::isnan(e.grad_norm);
 

@@ -6,6 +6,7 @@
 // take them as arguments and say so.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -105,6 +106,8 @@ struct TrainResult {
   std::vector<LayerRow> layers;
   std::vector<FinalRow> finals;
   std::vector<std::pair<RunKey, AttentionMap>> maps;  // the first seed's runs
+  // The first seed's runs of the anchor arms at the largest d_k (gradient_flow.cpp).
+  std::vector<std::pair<RunKey, std::vector<FlowGraph>>> flows;
 };
 // The part's runs, as it trains them (also for the memory check before it does).
 std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& options);
@@ -245,6 +248,23 @@ std::vector<Finding> train_findings(const TrainResult& result,
 // the smallest and largest d_k, per task and arm, at initialisation and at
 // the end. REQUIRES: result.maps is not empty.
 PlotFile attention_maps_figure(const TrainResult& result);
+
+// gradient_flow.cpp: the key layer's backward graph of the anchor arms at the
+// largest d_k, at initialisation and at each run's last evaluation step
+// (late_flow_step; -1 when the run drew none), one drawing under another on
+// one scale of edge widths.
+PlotFile gradient_flow_figure(const TrainResult& result);
+int64_t late_flow_step(const TrainResult& result, const std::string& task, const std::string& mode);
+// On one drawing: the norm of the gradient that reached the softmax's input
+// (the logits) and of the one that came into the layer's output; NaN when
+// that run drew no graph at that step.
+struct FlowNorms {
+  double logits = NAN, output = NAN, wq = NAN;  // wq: the gradient of W_Q (q_proj.weight)
+};
+// The numbers of that figure in words, for the report's first section.
+Finding gradient_flow_finding(const TrainResult& result);
+FlowNorms flow_norms(const TrainResult& result, const std::string& task, const std::string& mode,
+                     int64_t step);
 
 // ---- depth: gradient flow across depth at initialisation (depth.cpp) ----------------------
 struct DepthOptions {

@@ -47,6 +47,7 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
     row.grad_norm_wk = grad_norm(a->k_proj->weight);
     row.grad_norm_wv = grad_norm(a->v_proj->weight);
     row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
+    row.grad_norm_logits = grad_norm(a->probe.logits);  // retained by the run (train_one)
     out.push_back(row);
   }
 }

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/graph.h"
 #include "examples/study/arms.h"
 #include "examples/study/stats/inference.h"
 #include "examples/study/stats/stats.h"
@@ -192,6 +193,10 @@ struct LayerRow {
   int64_t layer_d_k = 0;
   double max_logit = 0, entropy_norm = 0;
   double grad_norm_wq = 0, grad_norm_wk = 0, grad_norm_wv = 0, grad_ratio_qv = 0;
+  // ||dL/dS||: the gradient at the scaled logits S = s q k^T, the softmax's
+  // input (before a score transform and the mask). dL/dW_Q carries s once
+  // more, so this is the gradient that the scale does not multiply.
+  double grad_norm_logits = 0;
   // What the optimiser did with that gradient, the step's update: ||delta W|| / ||W||
   // for W_Q, W_K, W_V, and the mean |change| of the scaled logits on the step's
   // own batch (visible entries). Under Adam the update's size does not follow
@@ -262,6 +267,7 @@ struct RunSpec {
   Parametrization parametrization = Parametrization::Standard;
   bool record_blocks = false;  // per-block gradient norms at each evaluation
   bool record_maps = false;    // the key layer's attention on one example (AttentionMap)
+  bool record_flow = false;    // the key layer's backward graph at each evaluation (FlowGraph)
   uint64_t seed = 0;           // the study's base seed
   // "adamw", or "sgd" (momentum 0.9, no Nesterov, no weight decay; the
   // standard parametrisation only): make_optimizer's names.
@@ -299,12 +305,21 @@ struct AttentionMap {
   double entropy_init = 0, entropy_end = 0;
 };
 
+// The key layer's part of one training step's backward graph: its ops, the
+// weights only it uses and the ops just outside it, each edge with the norm
+// of the gradient the step sent back along it (autograd/graph.h, `focus`).
+struct FlowGraph {
+  int64_t step = 0;
+  Graph graph;
+};
+
 struct RunOutput {
   std::vector<CurveRow> curves;
   std::vector<LayerRow> layers;
   std::vector<BlockRow> blocks;
   FinalRow final;
   std::vector<AttentionMap> maps;      // one when RunSpec::record_maps, else none
+  std::vector<FlowGraph> flows;        // one per evaluation step when RunSpec::record_flow
   std::vector<LengthTestRow> lengths;  // one per RunSpec::test_pairs, after training
 };
 

@@ -48,6 +48,9 @@ std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o)
           spec.eval_examples = o.eval_examples;
           spec.seed = settings.seed;
           spec.record_maps = seed == 0;  // attention_maps.svg shows the first seed
+          // gradient_flow.svg: unscaled against the reference, where they differ most.
+          spec.record_flow = seed == 0 && arm(mode).anchor &&
+                             d_k == *std::max_element(o.d_ks.begin(), o.d_ks.end());
           runs.push_back(spec);
         }
   return runs;
@@ -62,6 +65,7 @@ TrainResult run_train(const Settings& settings, const TrainOptions& o) {
     result.layers.insert(result.layers.end(), r.layers.begin(), r.layers.end());
     result.finals.push_back(r.final);
     for (AttentionMap& m : r.maps) result.maps.emplace_back(r.final.run, std::move(m));
+    if (!r.flows.empty()) result.flows.emplace_back(r.final.run, std::move(r.flows));
   }
   return result;
 }
@@ -296,6 +300,7 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   s.plots = train_figures(result, summary);
   s.plots.push_back(update_figure(result, options.modes));
   if (!result.maps.empty()) s.plots.push_back(attention_maps_figure(result));
+  if (!result.flows.empty()) s.plots.push_back(gradient_flow_figure(result));
   std::map<std::pair<std::string, int64_t>, std::pair<double, int>> per;
   for (const FinalRow& f : result.finals) {
     auto& [seconds, runs] = per[{f.run.task, f.run.d_k}];

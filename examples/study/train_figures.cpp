@@ -36,19 +36,20 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   }
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c :
-         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
-          "grad_norm_wv", "grad_ratio_qv", "update_wq", "update_wk", "update_wv", "logit_change"})
+    for (const char* c : {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq",
+                          "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits",
+                          "update_wq", "update_wk", "update_wv", "logit_change"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
     for (const LayerRow& r : b.layers) {
       CsvRow row;
       add_run(row, r.run);
-      row.insert(row.end(),
-                 {r.step, r.layer, r.layer_d_k, csv_number(r.max_logit), csv_number(r.entropy_norm),
-                  csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk),
-                  csv_number(r.grad_norm_wv), csv_number(r.grad_ratio_qv), csv_number(r.update_wq),
-                  csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change)});
+      row.insert(
+          row.end(),
+          {r.step, r.layer, r.layer_d_k, csv_number(r.max_logit), csv_number(r.entropy_norm),
+           csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk), csv_number(r.grad_norm_wv),
+           csv_number(r.grad_ratio_qv), csv_number(r.grad_norm_logits), csv_number(r.update_wq),
+           csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change)});
       rows.push_back(row);
     }
     out.push_back({"train_layers.csv", columns, rows});

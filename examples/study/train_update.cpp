@@ -435,7 +435,8 @@ Finding reparam_finding(const TrainResult& b, const std::vector<SettingSummary>&
 std::vector<Finding> train_findings(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<Finding> out;
-  for (Finding f : {failure_finding(b, summary), update_finding(b), reparam_finding(b, summary)})
+  for (Finding f : {failure_finding(b, summary), gradient_flow_finding(b), update_finding(b),
+                    reparam_finding(b, summary)})
     if (!f.title.empty()) out.push_back(f);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "examples/study/run_model.h"
 #include "nn/data/recall_task.h"
@@ -195,6 +196,17 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
   return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
 }
 
+// The key layer's ops in the graph behind `loss`, its weights named.
+Graph key_layer_graph(const StudyModel& model, const std::string& task, const Variable& loss,
+                      const GraphCapture& capture) {
+  const auto layer = std::find_if(model.attention.begin(), model.attention.end(),
+                                  [&](const auto& a) { return a.first == key_layer(task); });
+  if (layer == model.attention.end()) fail("scaling_study: no layer ", key_layer(task));
+  return build_graph(loss, {.capture = &capture,
+                            .names = nn::graph_names(*layer->second, layer->first),
+                            .focus = layer->second});
+}
+
 }  // namespace
 
 StudyModel build_model(const RunSpec& spec, Generator& gen) { return build(spec, gen); }
@@ -283,13 +295,21 @@ RunOutput train_one(const RunSpec& spec) {
     Batch b = make_study_batch(task, spec.batch, data);
     // The probe (which takes the composed attention path) only where it is read.
     for (auto& [name, a] : model.attention) a->record_probe = eval_step;
+    // Recording the graph reads the gradients and changes none of them.
+    std::unique_ptr<GraphCapture> capture;
+    if (spec.record_flow && eval_step) capture = std::make_unique<GraphCapture>();
     Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
+    if (eval_step)  // the gradient at the logits, for record_layers
+      for (auto& [name, a] : model.attention)
+        if (a->probe.logits.defined() && a->probe.logits.requires_grad())
+          a->probe.logits.retain_grad();
     train_losses.push_back(loss.item());
     if (step == 0) out.final.initial_loss = train_losses.back();
     std::vector<LayerSnapshot> before;
     if (std::isfinite(train_losses.back())) {
       check_stop();  // a large model's forward and backward take long: stop between them
       loss.backward();
+      if (capture) out.flows.push_back({step, key_layer_graph(model, task.task, loss, *capture)});
       // What the run measures of this step's gradients, before they are clipped.
       if (eval_step) {
         record_layers(model, key, step, out.layers);
@@ -300,6 +320,7 @@ RunOutput train_one(const RunSpec& spec) {
         solved = task.stop_at > 0 && eval_acc >= task.stop_at;
       }
     }
+    capture.reset();
     if (nn::training_step(*opt, schedule, train_losses.back(), step_options).stop) {
       out.final.diverged = true;  // a non-finite loss: nothing was updated
       break;

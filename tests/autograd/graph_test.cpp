@@ -151,6 +151,48 @@ TEST(Graph, FoldedEdgesAddInQuadrature) {
   EXPECT_DOUBLE_EQ(into.grad_norm, 2.0);
 }
 
+// A focus keeps one module's ops op by op, the leaf only it uses, and the
+// nodes just outside (the op feeding it, the op using its result), so the
+// gradient coming in and going out shows; w and b, which touch only ops
+// outside, and the final sum are left out.
+TEST(Graph, AFocusKeepsOneModuleAndItsNeighbours) {
+  Variable w = leaf({1, 2, 3}), v = leaf({1, 1, 1}), b = leaf({0, 0, 0});
+  const int block = 0;
+  GraphCapture capture;
+  Variable pre = w * 2.0;
+  Variable y;
+  {
+    GraphScope scope(&block);
+    y = exp(pre * v);
+  }
+  Variable loss = sum(y + b);
+  loss.backward();
+  const Graph g =
+      build_graph(loss, {.capture = &capture, .names = {{v.impl().get(), "v"}}, .focus = &block});
+  std::vector<std::string> labels;
+  for (const GraphNode& n : g.nodes) labels.push_back(n.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"mul", "v", "mul", "exp", "add"}));
+  ASSERT_EQ(g.edges.size(), 4u);
+  for (const GraphEdge& e : g.edges) EXPECT_LT(e.from, e.to);
+  // add sends ones(3) back to exp: norm sqrt 3. mul sends exp(2w) * pre to v.
+  EXPECT_EQ(g.edges.back().from, 3u);
+  EXPECT_EQ(g.edges.back().to, 4u);
+  EXPECT_DOUBLE_EQ(g.edges.back().grad_norm, std::sqrt(3.0));
+  double to_v = 0;
+  for (double p : {2.0, 4.0, 6.0}) to_v += std::exp(p) * p * std::exp(p) * p;
+  for (const GraphEdge& e : g.edges) {
+    if (e.from == 1) {
+      EXPECT_NEAR(e.grad_norm, std::sqrt(to_v), 1e-9 * std::sqrt(to_v));
+    }
+  }
+  // Drawn on a range shared with another drawing, the widest edge of this
+  // one is narrower than it would be on its own.
+  const NormRange wider{.lo = 1e-3, .hi = 1e6};
+  EXPECT_LT(edge_width(norm_range(g).hi, wider), edge_width(norm_range(g).hi, norm_range(g)));
+  EXPECT_EQ(count(to_svg(g, "shared", wider), "class=\"edge\""), 4u);
+  EXPECT_NE(to_svg(g, "shared", wider), to_svg(g, "shared"));
+}
+
 TEST(Graph, DotNamesEveryNodeAndLabelsEveryEdge) {
   Variable w = leaf({1, 2, 3});
   GraphCapture capture;
@@ -237,6 +279,10 @@ TEST(Graph, BadCallsThrow) {
   EXPECT_THROW(build_graph(exp(w), {.collapse_depth = 1}), Error);  // no capture
   GraphCapture capture;
   EXPECT_THROW(build_graph(exp(w), {.capture = &capture, .collapse_depth = -1}), Error);
+  const int block = 0;
+  EXPECT_THROW(build_graph(exp(w), {.focus = &block}), Error);  // no capture
+  EXPECT_THROW(build_graph(exp(w), {.capture = &capture, .collapse_depth = 1, .focus = &block}),
+               Error);
 }
 
 // A leaf alone is a graph of one node and no edges.

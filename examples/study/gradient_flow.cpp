@@ -1,0 +1,182 @@
+// gradient_flow.svg: where the gradient stops. The key layer's part of one
+// training step's backward graph, op by op (autograd/graph.h, `focus`), for
+// the anchor arms (unscaled attention and 1/sqrt(d_k)) at the train part's
+// largest d_k, at initialisation and late in training; and the norms on it
+// that the report quotes: the gradient that reaches the softmax's input, the
+// logits, against the one that leaves the layer's output.
+//
+// The drawings stand one under another, so that the same op sits at about the
+// same place in each, with one scale of widths for all of them: an edge as
+// wide in two drawings carried a gradient of the same norm.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "examples/study/parts.h"
+
+namespace gradflow::study {
+
+namespace {
+
+const std::vector<FlowGraph>* flows_of(const TrainResult& b, const std::string& task,
+                                       const std::string& mode) {
+  for (const auto& [run, flows] : b.flows)
+    if (run.task == task && run.mode == mode) return &flows;
+  return nullptr;
+}
+
+const FlowGraph* at_step(const std::vector<FlowGraph>& flows, int64_t step) {
+  for (const FlowGraph& f : flows)
+    if (f.step == step) return &f;
+  return nullptr;
+}
+
+// The tasks and arms drawn, in the order they ran and study_modes() order.
+std::pair<std::vector<std::string>, std::vector<std::string>> tasks_and_modes(
+    const TrainResult& b) {
+  std::vector<std::string> tasks, modes;
+  for (const auto& [run, flows] : b.flows)
+    if (std::find(tasks.begin(), tasks.end(), run.task) == tasks.end()) tasks.push_back(run.task);
+  for (const std::string& mode : study_modes())
+    if (std::any_of(b.flows.begin(), b.flows.end(),
+                    [&](const auto& f) { return f.first.mode == mode; }))
+      modes.push_back(mode);
+  return {tasks, modes};
+}
+
+// "width=\"123.0\"" -> 123.0 in the root element of an SVG.
+double root_size(const std::string& svg, const std::string& attribute) {
+  const std::string key = attribute + "=\"";
+  const size_t at = svg.find(key);
+  if (at == std::string::npos) fail("gradient_flow: a drawing without ", attribute);
+  return std::stod(svg.substr(at + key.size()));
+}
+
+// The run stopped before its budget because it reached the task's threshold.
+bool stopped_solved(const TrainResult& b, const std::string& task, const std::string& mode) {
+  for (const FinalRow& f : b.finals)
+    if (f.run.task == task && f.run.mode == mode && f.run.seed == 0 &&
+        f.run.d_k == b.flows.front().first.d_k)
+      return !f.diverged && f.steps_run < f.steps;
+  return false;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace
+
+int64_t late_flow_step(const TrainResult& b, const std::string& task, const std::string& mode) {
+  const std::vector<FlowGraph>* flows = flows_of(b, task, mode);
+  return flows && !flows->empty() ? flows->back().step : -1;
+}
+
+FlowNorms flow_norms(const TrainResult& b, const std::string& task, const std::string& mode,
+                     int64_t step) {
+  FlowNorms n;
+  const std::vector<FlowGraph>* flows = flows_of(b, task, mode);
+  const FlowGraph* f = flows ? at_step(*flows, step) : nullptr;
+  if (!f) return n;
+  const Graph& g = f->graph;
+  for (const GraphEdge& e : g.edges) {
+    if (g.nodes[e.to].label == "softmax") n.logits = e.grad_norm;
+    if (g.nodes[e.from].label == "q_proj.weight") n.wq = e.grad_norm;
+    // The layer's output: the edge into the op outside that uses it, the last node.
+    if (e.to + 1 == g.nodes.size() && std::isnan(n.output)) n.output = e.grad_norm;
+  }
+  return n;
+}
+
+PlotFile gradient_flow_figure(const TrainResult& b) {
+  const auto [tasks, modes] = tasks_and_modes(b);
+  struct Drawing {
+    std::string title;
+    const Graph* graph;
+  };
+  std::vector<Drawing> drawings;
+  for (const std::string& task : tasks)
+    for (const bool late : {false, true})
+      for (const std::string& mode : modes) {
+        const std::vector<FlowGraph>* flows = flows_of(b, task, mode);
+        if (!flows || flows->empty()) continue;
+        const FlowGraph& f = late ? flows->back() : flows->front();
+        if (late && f.step == flows->front().step) continue;  // it stopped at once
+        std::string when = f.step == 0 ? "at initialisation" : "step " + std::to_string(f.step);
+        if (late && stopped_solved(b, task, mode)) when += ", where it solved the task and stopped";
+        drawings.push_back({task + ", " + key_layer(task) + ", " + mode + ", d_k = " +
+                                std::to_string(b.flows.front().first.d_k) + ", " + when,
+                            &f.graph});
+      }
+  // One range of widths for every drawing.
+  NormRange range{.lo = INFINITY, .hi = 0};
+  for (const Drawing& d : drawings) {
+    const NormRange r = norm_range(*d.graph);
+    if (r.hi > 0) range.lo = std::min(range.lo, r.lo), range.hi = std::max(range.hi, r.hi);
+  }
+  // Four decades below the largest: the widths tell apart the norms that
+  // matter, and anything smaller is a hairline (its label still says it).
+  range.lo = range.hi == 0 ? 0 : std::max(range.lo, range.hi * 1e-4);
+  std::string body;
+  double width = 0, height = 0;
+  for (const Drawing& d : drawings) {
+    std::string svg = to_svg(*d.graph, d.title, range);
+    const double w = root_size(svg, "width"), h = root_size(svg, "height");
+    svg.replace(0, 4, "<svg x=\"0\" y=\"" + num(height) + "\"");
+    body += svg;
+    width = std::max(width, w), height += h;
+  }
+  const std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) +
+                          "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " +
+                          num(height) + "\">\n" + body + "</svg>\n";
+  return {"gradient_flow.svg", svg,
+          "Where the gradient stops: the backward graph of the layer where each task looks its "
+          "answer up, op by op, for unscaled attention and 1/sqrt(d_k) at d_k " +
+              std::to_string(b.flows.empty() ? 0 : b.flows.front().first.d_k) +
+              ", on the first seed's training batch, at the first step and at the last "
+              "evaluation step of each run (a run that solves the task stops there). Each edge is "
+              "labelled with the norm of the gradient the step sent back "
+              "along it and drawn as wide as its log, on one scale for every drawing (a hairline: "
+              "below 1e-4 of the largest; orange: below 1e-6 of it). Read right to left: the "
+              "gradient enters at the layer's output (the `add` of the residual path), passes "
+              "o_proj, splits at the product of the weights with V, and only through the "
+              "softmax, the scale (`mul`) and the product q k^T (`matmul`, (B, heads, L, L)) "
+              "does it reach W_Q and W_K. The near-zero gradient of k_proj.bias is exact, not "
+              "a vanishing gradient: adding the same vector to every key adds the same number "
+              "to every logit of a query, which the softmax ignores."};
+}
+
+Finding gradient_flow_finding(const TrainResult& b) {
+  const auto [tasks, modes] = tasks_and_modes(b);
+  if (std::find(modes.begin(), modes.end(), "none") == modes.end() ||
+      std::find(modes.begin(), modes.end(), kDefaultMode) == modes.end())
+    return {};
+  std::string text;
+  for (const std::string& task : tasks) {
+    const int64_t n_late = late_flow_step(b, task, "none"),
+                  r_late = late_flow_step(b, task, kDefaultMode);
+    const FlowNorms n0 = flow_norms(b, task, "none", 0), r0 = flow_norms(b, task, kDefaultMode, 0);
+    const FlowNorms n1 = flow_norms(b, task, "none", n_late),
+                    r1 = flow_norms(b, task, kDefaultMode, r_late);
+    text += std::string(text.empty() ? "" : " ") + "On `" + task + "` (" + key_layer(task) +
+            "), the gradient that reaches the logits, the softmax's input, has norm " +
+            format_norm(n0.logits) + " without scaling and " + format_norm(r0.logits) +
+            " with 1/sqrt(d_k) at initialisation, where W_Q's is " + format_norm(n0.wq) + " and " +
+            format_norm(r0.wq) + "; at each run's last evaluation, " + format_norm(n1.logits) +
+            " at step " + std::to_string(n_late) + " and " + format_norm(r1.logits) + " at step " +
+            std::to_string(r_late) + ", W_Q's " + format_norm(n1.wq) + " and " +
+            format_norm(r1.wq) + ".";
+  }
+  text +=
+      " On its way from the logits to W_Q the gradient is multiplied by the scale's factor (the "
+      "`mul`), 1 against 1/sqrt(d_k): W_Q's gradient alone does not say how much reached the "
+      "logits.";
+  text +=
+      " One seed, one batch per drawing: the figure shows the path; the curves over "
+      "seeds (gradient_and_update.svg) its size.";
+  return {"Follow the gradient through the attention layer, op by op", text, "gradient_flow.svg"};
+}
+
+}  // namespace gradflow::study
