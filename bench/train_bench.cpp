@@ -148,7 +148,6 @@ int run(int argc, char** argv) {
       throw cli::UsageError(std::string(fixed) + " is set by " + workload + "'s task");
 
   set_num_threads(threads);
-  note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
   set_reference_ops(reference);
   const nn::ModelConfig config = bench::model_config(w);
   config.validate();  // e.g. d_model not divisible by heads: one line, exit 2
@@ -162,6 +161,7 @@ int run(int argc, char** argv) {
        .tgt_len = w.seq,
        .reference = reference});
   training::check_memory(estimate, training::available_memory_bytes());
+  note_generic_blas_core();  // checks passed: one line on stderr when OpenBLAS runs a generic core
 
   // With --parallel batch, one part of the batch per thread (as many as
   // there are rows).

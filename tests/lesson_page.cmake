@@ -2,7 +2,8 @@ cmake_minimum_required(VERSION 3.25)
 # A lesson runs, and its page quotes only what it prints: every line of each
 # ```text block that follows a <!-- output --> line in PAGE must be a line of
 # PROGRAM's standard output (trailing spaces aside). Run as
-#   cmake -DPROGRAM=<lesson> -DPAGE=<docs/lessons/NN_name.md> -DOUT=<dir> [-DCHECK_PAGE=OFF] -P lesson_page.cmake
+#   cmake -DPROGRAM=<lesson> -DPAGE=<docs/lessons/NN_name.md> -DOUT=<dir> [-DCHECK_PAGE=OFF]
+#         [-DPROBE=<blas_probe>] -P lesson_page.cmake
 # (Blocks are cut out with string(FIND) and SUBSTRING, never as CMake lists,
 # which would split the text at its semicolons.)
 file(REMOVE_RECURSE ${OUT})
@@ -21,6 +22,23 @@ if(DEFINED CHECK_PAGE AND NOT CHECK_PAGE)
   return()
 endif()
 file(READ ${PAGE} page)
+# A page whose figures come from a training run names the kernels they were
+# measured with, <!-- measured on: blas_core=... cpu=... kernels=... gemm=... -->
+# (tensor/kernels/blas_info.h): another CPU's kernels round differently and
+# train to other figures. It is compared only where PROBE (blas_probe) finds
+# the same kernels; elsewhere the lesson must run cleanly, as above.
+string(REGEX MATCH "<!-- measured on: ([^>]*) -->" measured "${page}")
+if(measured AND DEFINED PROBE)
+  set(wanted "${CMAKE_MATCH_1}")
+  execute_process(COMMAND ${PROBE} OUTPUT_VARIABLE machine ERROR_QUIET)
+  string(FIND "${machine}" "${wanted}" same)
+  if(same EQUAL -1)
+    string(STRIP "${machine}" machine)
+    message(STATUS "${PROGRAM} ran; its page's figures were measured on ${wanted}, "
+                   "this machine runs ${machine}: not compared")
+    return()
+  endif()
+endif()
 string(REGEX REPLACE "[ ]+\n" "\n" output "\n${output}\n")
 set(marker "<!-- output -->\n```text\n")
 set(blocks 0)
