@@ -12,7 +12,7 @@
 int main() {
   try {
     using namespace gradflow;
-    set_num_threads(2);  // as the programs do: the product is cut over the pool
+    set_num_threads(2);        // as the programs do: the product is cut over the pool
     note_generic_blas_core();  // as the programs do, before their first product
     Generator gen(0);
     // 100 columns: no register tile of gemm.cpp takes it (not a multiple of 32).
