@@ -95,9 +95,16 @@ std::string generic_core_note() {
   const BlasInfo& info = blas_info();
   if (!info.generic_core) return "";
   std::ostringstream out;
-  out << "note: OpenBLAS " << info.openblas_version << " does not recognise this "
-      << info.cpu_vectors << " CPU and runs its generic " << info.openblas_core
-      << " kernels, about 3x slower per matrix product; ";
+  // Forced by OPENBLAS_CORETYPE (how the tests reproduce it), or OpenBLAS's own choice.
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  out << "note: OpenBLAS " << info.openblas_version;
+  if (forced != nullptr && *forced != '\0')
+    out << " runs its generic " << info.openblas_core << " kernels (OPENBLAS_CORETYPE=" << forced
+        << ") on this " << info.cpu_vectors << " CPU";
+  else
+    out << " does not recognise this " << info.cpu_vectors << " CPU and runs its generic "
+        << info.openblas_core << " kernels";
+  out << ", about 3x slower per matrix product; ";
   if (info.gemm == GemmPath::kOwn) {
     out << "gradflow's own GEMM takes the products instead (GRADFLOW_GEMM=blas to use OpenBLAS "
            "anyway; a newer OpenBLAS may know this CPU)";
