@@ -364,10 +364,10 @@ TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAre
     std::vector<std::string> args;
     TrainingShape shape;
   } cases[] = {{kCharlm,
-                {"--context", "4096", "--reference", "--steps", "1"},
+                {"--context", "4096", "--reference", "--steps", "1", "--batch", "1024"},
                 {.kind = ModelKind::kDecoder,
                  .config = config(51, 64, 4, 2, 256, 4096),
-                 .batch = 16,
+                 .batch = 1024,
                  .tgt_len = 4096}},
                {kClassify,
                 {"--batch", "1", "--min-len", "4096", "--max-len", "4096", "--d-ff", "4096",
@@ -378,13 +378,21 @@ TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAre
                  .src_len = 4096,
                  .classes = 2,
                  .eval_batch = 256}}};
+  // charlm's case needs about 1.3 TiB, more than any machine this runs on;
+  // classify's evaluation, which runs in chunks, about 37 GiB: on a machine
+  // that could hold it, that case is left out and says so.
+  int checked = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.program);
     training::TrainingShape shape = c.shape;
     if (c.program == kCharlm) shape.reference = true;
     const double estimate = training::estimate_training_memory(shape).total_bytes;
-    if (estimate <= double(training::available_memory_bytes()))
-      GTEST_SKIP() << "this machine could hold the run: " << estimate / 1e9 << " GB";
+    if (estimate <= double(training::available_memory_bytes())) {
+      std::printf("%s: left out, this machine could hold the run (%.1f GB)\n", c.program.c_str(),
+                  estimate / 1e9);
+      continue;
+    }
+    ++checked;
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--out", path("run")});
     Result r = run(c.program, args);
@@ -393,6 +401,7 @@ TEST_F(MemoryEstimateProgramTest, ComposedAttentionAndEvaluationThatCannotFitAre
     EXPECT_NE(r.err.find("need about"), std::string::npos) << r.err;
     EXPECT_LT(r.max_rss_kb, 512 * 1024);
   }
+  EXPECT_GE(checked, 1) << "no case too large for this machine: make charlm's larger";
 }
 
 }  // namespace
