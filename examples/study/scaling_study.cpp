@@ -22,6 +22,7 @@
 #include "examples/study/study_folder.h"
 #include "examples/toolkit/cli/args.h"
 #include "examples/toolkit/cli/signals.h"
+#include "examples/toolkit/training/address_space.h"
 #include "examples/toolkit/training/memory_estimate.h"
 #include "examples/toolkit/training/run_lock.h"
 #include "tensor/kernels/blas_info.h"
@@ -65,6 +66,10 @@ void check_study_memory(const std::vector<study::RunSpec>& runs, int threads) {
   }
   const double results = rows * 256;  // a row and its strings
   const double total = static_cast<double>(threads) * run + results;
+  // Under `ulimit -v` OpenBLAS would wait forever for a buffer it cannot map
+  // (address_space.h): each job's thread and the main thread (the calibration) map one.
+  training::check_address_space(threads, total, training::address_space_limit(),
+                                training::address_space_in_use(), /*main_too=*/true);
   const uint64_t available = training::available_memory_bytes();
   if (available == 0 || total <= static_cast<double>(available)) return;
   throw cli::UsageError(

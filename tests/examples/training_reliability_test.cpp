@@ -81,6 +81,18 @@ TEST_F(TrainingReliabilityTest, AnAddressSpaceLimitTooLowIsRefusedInOneLine) {
   }
 }
 
+// The study too: `scaling_study --parts sgd` under ulimit -v 300000 hung at
+// run 17 of 18 (each job's thread maps OpenBLAS's buffer at its first
+// product); now it is refused before it starts, naming the main thread too.
+TEST_F(TrainingReliabilityTest, TheStudyUnderALimitTooLowIsRefusedInOneLine) {
+  Result r = run_limited("ulimit -v 300000", kScalingStudy, {"--parts", "sgd", "--out", path("s")});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("scaling_study: error: the address-space limit (ulimit -v 300000", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find("--threads 2 and the main thread"), std::string::npos) << r.err;
+}
+
 // A limit with room for the run is no reason to refuse it.
 TEST_F(TrainingReliabilityTest, ARunThatFitsTheLimitTrains) {
   Result r = run_limited("ulimit -v 600000", kSeq2seq, tiny_run_args("seq2seq", path("a"), "2"));

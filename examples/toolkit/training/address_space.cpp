@@ -24,15 +24,16 @@ uint64_t address_space_in_use() {
   return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-uint64_t address_space_needed(int threads, double model_bytes) {
+uint64_t address_space_needed(int threads, double model_bytes, bool main_too) {
   const auto n = static_cast<uint64_t>(threads < 1 ? 1 : threads);
-  return static_cast<uint64_t>(model_bytes) + n * kOpenBlasBufferBytes + (n - 1) * kThreadBytes;
+  return static_cast<uint64_t>(model_bytes) + (n + (main_too ? 1 : 0)) * kOpenBlasBufferBytes +
+         (n - 1 + (main_too ? 1 : 0)) * kThreadBytes;
 }
 
 void check_address_space(int threads, double model_bytes, std::optional<uint64_t> limit,
-                         uint64_t in_use) {
+                         uint64_t in_use, bool main_too) {
   if (!limit) return;
-  const uint64_t needed = address_space_needed(threads, model_bytes);
+  const uint64_t needed = address_space_needed(threads, model_bytes, main_too);
   if (in_use + needed <= *limit) return;
   const uint64_t at_least_kib = (in_use + needed + 1023) / 1024;
   throw cli::UsageError(
@@ -41,8 +42,9 @@ void check_address_space(int threads, double model_bytes, std::optional<uint64_t
       " of it in use, and this run needs about " + format_bytes(double(needed)) +
       " more (the model's tensors " + format_bytes(model_bytes) + ", OpenBLAS's " +
       format_bytes(double(kOpenBlasBufferBytes)) + " buffer for each of --threads " +
-      std::to_string(threads) + ", which OpenBLAS would wait for forever); raise it with " +
-      "ulimit -v " + std::to_string(at_least_kib) + " or more, or lift it");
+      std::to_string(threads) + (main_too ? " and the main thread" : "") +
+      ", which OpenBLAS would wait for forever); raise it with " + "ulimit -v " +
+      std::to_string(at_least_kib) + " or more, or lift it");
 }
 
 }  // namespace gradflow::training

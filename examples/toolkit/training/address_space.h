@@ -44,13 +44,14 @@ std::optional<uint64_t> address_space_limit();
 uint64_t address_space_in_use();
 
 // What a run of `threads` threads whose model and batch take `model_bytes`
-// needs beyond what is mapped now.
-uint64_t address_space_needed(int threads, double model_bytes);
+// needs beyond what is mapped now; `main_too`: the calling thread runs
+// products of its own besides (the study's calibration), one buffer more.
+uint64_t address_space_needed(int threads, double model_bytes, bool main_too = false);
 
 // Throws cli::UsageError naming the limit, what is in use, what the run
 // needs and the `ulimit -v` that would do, when `limit` (none: no limit)
 // leaves less than address_space_needed above `in_use`.
 void check_address_space(int threads, double model_bytes, std::optional<uint64_t> limit,
-                         uint64_t in_use);
+                         uint64_t in_use, bool main_too = false);
 
 }  // namespace gradflow::training
