@@ -22,6 +22,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// AddressSanitizer reserves terabytes of address space for its shadow, so
+// under `ulimit -v` a sanitizer build cannot even load its libraries: the
+// tests of a limit run in the ordinary build only.
+#if defined(__SANITIZE_ADDRESS__)
+#define SKIP_UNDER_ASAN() GTEST_SKIP() << "AddressSanitizer's shadow memory exceeds any ulimit -v"
+#else
+#define SKIP_UNDER_ASAN() (void)0
+#endif
+
 class TrainingReliabilityTest : public ProgramTest {
  protected:
   // `program args` run by sh after `limits` (e.g. "ulimit -v 100000"). A
@@ -66,6 +75,7 @@ class TrainingReliabilityTest : public ProgramTest {
 // (OpenBLAS's worker retried a failing 128 MiB mmap forever); now each says
 // in one line what the limit leaves and what would do, and exits 2.
 TEST_F(TrainingReliabilityTest, AnAddressSpaceLimitTooLowIsRefusedInOneLine) {
+  SKIP_UNDER_ASAN();
   for (const ListedProgram& listed : programs_of_kind("training")) {
     for (const char* limit : {"60000", "100000"}) {
       SCOPED_TRACE(listed.name + " under ulimit -v " + limit);
@@ -85,6 +95,7 @@ TEST_F(TrainingReliabilityTest, AnAddressSpaceLimitTooLowIsRefusedInOneLine) {
 // run 17 of 18 (each job's thread maps OpenBLAS's buffer at its first
 // product); now it is refused before it starts, naming the main thread too.
 TEST_F(TrainingReliabilityTest, TheStudyUnderALimitTooLowIsRefusedInOneLine) {
+  SKIP_UNDER_ASAN();
   Result r = run_limited("ulimit -v 300000", kScalingStudy, {"--parts", "sgd", "--out", path("s")});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
@@ -95,6 +106,7 @@ TEST_F(TrainingReliabilityTest, TheStudyUnderALimitTooLowIsRefusedInOneLine) {
 
 // A limit with room for the run is no reason to refuse it.
 TEST_F(TrainingReliabilityTest, ARunThatFitsTheLimitTrains) {
+  SKIP_UNDER_ASAN();
   Result r = run_limited("ulimit -v 600000", kSeq2seq, tiny_run_args("seq2seq", path("a"), "2"));
   EXPECT_EQ(r.code, 0) << r.err;
 }
@@ -149,6 +161,7 @@ TEST_F(TrainingReliabilityTest, AResumedLogThatIsNotAFileIsRefused) {
 // Stacks too large for the address space keep the worker threads from
 // starting (pthread_create's EAGAIN).
 TEST_F(TrainingReliabilityTest, AThreadThatCannotStartIsNamed) {
+  SKIP_UNDER_ASAN();
   std::vector<std::string> args = tiny_run_args("seq2seq", path("t"), "2");
   args.insert(args.end(), {"--threads", "3"});
   Result r = run_limited("ulimit -v 400000; ulimit -s 300000", kSeq2seq, args);
