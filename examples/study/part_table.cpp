@@ -96,7 +96,7 @@ std::vector<Part>& table() {
        .files = {"train_metrics.csv", "train_layers.csv", "final_metrics.csv",
                  "accuracy_curves.svg", "loss_curves.svg", "max_logit.svg", "grad_ratio.svg",
                  "final_accuracy.svg", "gradient_and_update.svg", "attention_maps.svg",
-                 "gradient_flow.svg"}},
+                 "gradient_flow.svg", "entropy_and_logit_gradient.svg"}},
       {.name = "sgd",
        .summary = "three arms on reverse under plain SGD over a few learning rates",
        .plan = [](const StudyRun& r) { return sgd_runs(r.settings, r.sgd_options); },

@@ -229,11 +229,12 @@ std::vector<PlotFile> train_figures(const TrainResult& result,
                                     const std::vector<SettingSummary>& summary);
 // The (task, d_k) settings of a run of the part, in the order they came; and
 // one panel of a figure of the layer where the task looks its answer up
-// (key_layer) over training, one series per mode of `modes` (log y).
+// (key_layer) over training, one series per mode of `modes` (log y unless not).
 std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& result);
 plot::Figure key_layer_panel(const TrainResult& result, const std::string& task, int64_t d_k,
                              const std::string& title, const std::string& y,
-                             double LayerRow::*field, const std::vector<std::string>& modes);
+                             double LayerRow::*field, const std::vector<std::string>& modes,
+                             bool log_y = true);
 // train_update.cpp: the update beside the gradient for the layer where each
 // task looks its answer up, and none - 1/sqrt(d_k) split into none - control
 // and control - 1/sqrt(d_k); its table ("" without those arms) and figure.

@@ -204,6 +204,41 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
        "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
        "step, log y: reverse, the mean over seeds with its 95% interval; recall, every seed's "
        "run. A falling ratio is the query's gradient vanishing relative to the value's."});
+  // The mechanism, a row per task and d_k: accuracy, the key layer's
+  // entropy and the gradient that reaches its logits, side by side.
+  std::vector<plot::Figure> mechanism;
+  for (const auto& [task, d_k] : settings)
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string where =
+          task + ", d_k = " + std::to_string(d_k) + panel_suffix(g, groups.size());
+      plot::Figure accuracy = figure(where + ": held-out accuracy", "training step", false,
+                                     "held-out accuracy (0 to 1)", false);
+      accuracy.y.min = 0, accuracy.y.max = 1;
+      for (const std::string& mode : groups[g]) {
+        plot::Series s = mode_series(mode);
+        if (two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, &CurveRow::eval_accuracy);
+        if (!two_valued(task))
+          curve_band(s, b.curves, task, d_k, mode, &CurveRow::eval_accuracy, true);
+        accuracy.series.push_back(s);
+      }
+      mechanism.push_back(accuracy);
+      plot::Figure entropy = key_layer_panel(b, task, d_k, key_layer(task) + " entropy",
+                                             "attention entropy / log(keys) (0 to 1)",
+                                             &LayerRow::entropy_norm, groups[g], /*log_y=*/false);
+      entropy.y.min = 0, entropy.y.max = 1;
+      mechanism.push_back(entropy);
+      mechanism.push_back(key_layer_panel(b, task, d_k, key_layer(task) + " ||dL/dS||",
+                                          "||dL/dS||_F at the softmax's input",
+                                          &LayerRow::grad_norm_logits, groups[g]));
+    }
+  out.push_back(
+      {"entropy_and_logit_gradient.svg", plot::render_svg_grid(mechanism, 3, {.legend_once = true}),
+       "A row per task and d_k, against training step: held-out accuracy; the normalised "
+       "entropy of the attention of the layer where the task looks its answer up (1: uniform, "
+       "0: one key); and the norm of the gradient that reaches that layer's scaled logits S, "
+       "the softmax's input (log y; dL/dW_Q carries the scale's factor once more, this does "
+       "not). reverse: the mean over seeds with its 95% interval; recall: every seed's run. "
+       "Evaluations every 10 steps: the first steps are not resolved."});
   std::vector<plot::Figure> finals;
   std::vector<std::string> tasks;
   for (const auto& [task, d_k] : settings)
@@ -254,8 +289,9 @@ std::vector<std::pair<std::string, int64_t>> settings_of(const TrainResult& b) {
 
 plot::Figure key_layer_panel(const TrainResult& b, const std::string& task, int64_t d_k,
                              const std::string& title, const std::string& y,
-                             double LayerRow::*field, const std::vector<std::string>& modes) {
-  plot::Figure f = figure(title, "training step", false, y, true);
+                             double LayerRow::*field, const std::vector<std::string>& modes,
+                             bool log_y) {
+  plot::Figure f = figure(title, "training step", false, y, log_y);
   for (const std::string& mode : modes) {
     plot::Series s = mode_series(mode);
     if (two_valued(task)) layer_paths(s, b.layers, task, d_k, mode, key_layer(task), field);

@@ -3,6 +3,7 @@
 // layer rows log, that recording it changes nothing, and the figure itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "examples/study/parts.h"
@@ -89,6 +90,22 @@ TEST(StudyFlow, TheAnchorArmsDrawTheKeyLayerAtEveryEvaluation) {
   const Finding f = gradient_flow_finding(r);
   EXPECT_EQ(f.figure, "gradient_flow.svg");
   EXPECT_NE(f.text.find("On `recall` (dec1.self)"), std::string::npos) << f.text;
+}
+
+// entropy_and_logit_gradient.svg: a row per task and d_k, accuracy, the key
+// layer's entropy and the gradient at its logits.
+TEST(StudyFlow, TheMechanismFigureHasARowPerSetting) {
+  set_num_threads(1);
+  const TrainResult r = run_train(with_threads(2), tiny());
+  const std::vector<PlotFile> figures = train_figures(r, summarise_training(r.finals));
+  const auto f = std::find_if(figures.begin(), figures.end(), [](const PlotFile& p) {
+    return p.name == "entropy_and_logit_gradient.svg";
+  });
+  ASSERT_NE(f, figures.end());
+  EXPECT_EQ(count(f->svg, ": held-out accuracy<"), 2u * 2);  // tasks x d_ks, one group of arms
+  EXPECT_EQ(count(f->svg, ">dec1.self entropy<"), 2u);
+  EXPECT_EQ(count(f->svg, ">dec0.cross ||dL/dS||<"), 2u);
+  for (const LayerRow& l : r.layers) EXPECT_GT(l.grad_norm_logits, 0) << l.layer << " " << l.step;
 }
 
 // Drawing the graph reads the gradients and changes none: the same run
