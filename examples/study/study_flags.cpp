@@ -157,7 +157,8 @@ Flags parse_flags(int argc, char** argv) {
                 "run every fused op as its composed reference (autograd/reference.h): slower, "
                 "the same results up to rounding");
   args.add_flag("--overwrite", &f.overwrite,
-                "replace the study in --out: its files are removed before this one runs");
+                "replace the study in --out, whole: the new one is written beside it and "
+                "moved over it once complete");
   args.add("--parts", &f.parts,
            "which parts to run, comma-separated: " + part_names() +
                " (the earlier letters A to F also work; empty: the default run's, or all with "
