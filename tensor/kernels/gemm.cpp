@@ -10,6 +10,7 @@
 
 #include "tensor/kernels/blas_info.h"
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/lanes.h"
 #include "tensor/kernels/packed_gemm.h"
 
 namespace gradflow {
@@ -23,13 +24,6 @@ GemmLayout gemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t c
 }
 
 namespace {
-
-// One 64-byte vector of T (GCC's vector extension): a zmm register with
-// AVX-512, two ymm with AVX2. Wider vector types are not kept in registers.
-template <class T>
-using Vec [[gnu::vector_size(64)]] = T;
-template <class T>
-constexpr int kVecLanes = 64 / sizeof(T);
 
 // C (M, N) = A (M, K) B (K, N) (+ bias on every row) in tiles of R rows by V vectors of C
 // held in registers: for each k, every row of the tile gains A(i, k) times

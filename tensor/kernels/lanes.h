@@ -14,6 +14,14 @@ namespace gradflow {
 
 inline constexpr int kLanes = 8;
 
+// One 64-byte vector of T (GCC's vector extension): a zmm register with
+// AVX-512, two ymm with AVX2. The GEMM tiles' accumulators (gemm.cpp,
+// packed_gemm.cpp); wider vector types are not kept in registers.
+template <class T>
+using Vec [[gnu::vector_size(64)]] = T;
+template <class T>
+inline constexpr int64_t kVecLanes = 64 / sizeof(T);
+
 // The sum of term(i) for i in [0, n), in double by default. `term` is
 // inlined; it returns Acc, so float inputs are widened before they are added.
 // The attention kernels sum their short rows (16 keys in seq2seq-tiny) in

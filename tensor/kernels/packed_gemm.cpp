@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/lanes.h"
 
 // This file is compiled with -ffp-contract=fast (tensor/CMakeLists.txt): the
 // micro-kernel's `acc += a * b` must be one fused multiply-add, twice the
@@ -14,13 +15,6 @@
 namespace gradflow {
 
 namespace {
-
-// One 64-byte vector of T (GCC's vector extension): a zmm register under
-// AVX-512, two ymm under AVX2.
-template <class T>
-using Vec [[gnu::vector_size(64)]] = T;
-template <class T>
-constexpr int64_t kVecLanes = 64 / sizeof(T);
 
 // The blocking, GotoBLAS's loops: C is computed MR x NR tiles at a time from
 // packed panels. A tile's accumulators stay in registers (MR x V vectors:
