@@ -122,8 +122,18 @@ void findings_section(std::ostringstream& md, const std::vector<Section>& sectio
     if (!f->figure.empty()) md << " See [" << f->figure << "](" << f->figure << ").";
     md << "\n";
   }
-  md << "\nThe identities and claims below give each criterion and its test; the tables "
-        "after them hold every number.\n\n";
+  md << "\nThe numbers behind each finding, with their intervals and tests, come next; then "
+        "the identities and claims, each with its criteria, and the tables that hold every "
+        "number.\n\n";
+  if (std::none_of(all.begin(), all.end(), [](const Finding* f) { return !f->detail.empty(); }))
+    return;
+  md << "## The numbers behind the findings\n\n";
+  n = 0;
+  for (const Finding* f : all) {
+    ++n;
+    if (!f->detail.empty()) md << n << ". **" << f->title << ".** " << f->detail << "\n";
+  }
+  md << "\n";
 }
 
 // The identities at initialisation first (equivalence tests on many random

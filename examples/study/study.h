@@ -242,6 +242,11 @@ struct FinalRow {
   // averaged over the last 10% of evaluations: a vanishing Q gradient in
   // any layer shows here.
   double grad_ratio_qv = 0;
+  // The share of steps whose global gradient norm was above the clip (so
+  // clipped), and W_Q's and W_K's share (weights and biases, every layer)
+  // of the squared global norm, averaged over the steps: under SGD a
+  // clipped step is normalised, whatever the gradient's size.
+  double clipped_fraction = 0, qk_grad_share = 0;
   bool diverged = false;
   double seconds = 0;  // wall time of the run (not written to the CSV files)
 };
@@ -262,6 +267,13 @@ struct RunSpec {
   RunKey key;      // task, mode, d_k, seed
   TaskSetup task;  // the model's sizes (d_model, layers, d_ff, heads), steps and lr
   int64_t batch = 64, eval_every = 10, eval_examples = 128;
+  // Before this step the attention layers are also probed every 2 steps
+  // (train_layers.csv rows between the evaluations): collapse and recovery
+  // happen in the first tens of steps. 0: only at evaluations. A probed step
+  // takes the composed attention path, so it changes the run's last bits.
+  int64_t probe_densely_until = 0;
+  // The largest global gradient norm (nn::StepOptions::clip); 0: no clipping.
+  double clip = 1.0;
   bool warmup = true;  // linear warm-up over the first 5% of the steps
   bool pre_ln = true;
   Parametrization parametrization = Parametrization::Standard;
@@ -390,12 +402,17 @@ struct PlotFile {
   std::string name, svg, caption;
 };
 
-// A finding for the report's first section, "What this run shows": a plain
-// sentence, the numbers behind it from this run, and the figure that shows it.
+// A finding for the report's first section, "What this run shows", which a
+// student reads first: a plain sentence, one short paragraph in plain words
+// with the few numbers that carry it, and the figure that shows it. The
+// statistics behind it (intervals, tests, n) go in `detail`, which the
+// report prints further down for the reviewer. A title is fixed, or chosen
+// from a verdict, never from a point estimate whose interval crosses the line.
 struct Finding {
   std::string title{};   // "Unscaled attention fails at large d_k"
-  std::string text{};    // the numbers, in words
+  std::string text{};    // for the student: what happened, in words, a few numbers
   std::string figure{};  // a file of the run: "final_accuracy.svg"
+  std::string detail{};  // for the reviewer: the estimates with intervals, the tests, n
 };
 
 // One part's share of the report: its findings, its claims, its tables

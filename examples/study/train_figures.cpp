@@ -56,9 +56,10 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   }
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c : {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90",
-                          "steps_to_99", "reached_99", "loss_auc", "seq_accuracy", "spikes",
-                          "max_logit", "grad_ratio_qv", "diverged"})
+    for (const char* c :
+         {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90", "steps_to_99",
+          "reached_99", "loss_auc", "seq_accuracy", "spikes", "max_logit", "grad_ratio_qv",
+          "clipped_fraction", "qk_grad_share", "diverged"})
       columns.push_back(c);
     // The optimizer right after the mode, as in sgd_sweep.csv.
     const auto optimizer_at =
@@ -73,7 +74,8 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
                  {f.lr, f.steps, csv_number(f.final_accuracy), csv_number(f.final_loss),
                   f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99, csv_number(f.loss_auc),
                   f.seq_accuracy >= 0 ? csv_number(f.seq_accuracy) : "", f.spikes,
-                  csv_number(f.max_logit), csv_number(f.grad_ratio_qv), f.diverged});
+                  csv_number(f.max_logit), csv_number(f.grad_ratio_qv),
+                  csv_number(f.clipped_fraction), csv_number(f.qk_grad_share), f.diverged});
       rows.push_back(row);
     }
     out.push_back({"final_metrics.csv", columns, rows});

@@ -196,6 +196,20 @@ std::pair<double, double> evaluate(const StudyModel& model, const std::vector<Ba
   return {loss / static_cast<double>(eval.size()), right / std::max(total, 1.0)};
 }
 
+// The squared norm of W_Q's and W_K's gradients (weights and biases, every
+// attention layer), before clipping.
+double qk_grad_squared(const StudyModel& model) {
+  double total = 0;
+  for (const auto& [name, a] : model.attention)
+    for (const nn::Linear* projection : {a->q_proj.get(), a->k_proj.get()})
+      for (const Variable* p : {&projection->weight, &projection->bias})
+        if (p->defined()) {
+          const double g = grad_norm(*p);
+          total += g * g;
+        }
+  return total;
+}
+
 // The key layer's ops in the graph behind `loss`, its weights named.
 Graph key_layer_graph(const StudyModel& model, const std::string& task, const Variable& loss,
                       const GraphCapture& capture) {
@@ -268,7 +282,9 @@ RunOutput train_one(const RunSpec& spec) {
   const nn::LrSchedule schedule =
       nn::LrSchedule::linear_warmup(task.lr, spec.warmup ? std::max<int64_t>(1, steps / 20) : 1);
   // Under SGD the clip caps the step too: lr * ||g|| <= lr (momentum aside).
-  const nn::StepOptions step_options{.clip = 1.0, .non_finite = nn::NonFinitePolicy::kDiverge};
+  const nn::StepOptions step_options{.clip = spec.clip,
+                                     .non_finite = nn::NonFinitePolicy::kDiverge};
+  double clipped = 0, qk_share = 0, measured = 0;
   RunOutput out;
   out.final.run = key;
   out.final.optimizer = spec.optimizer;
@@ -285,6 +301,7 @@ RunOutput train_one(const RunSpec& spec) {
   bool solved = false;
   for (int64_t step = 0; step <= steps; ++step) {
     const bool eval_step = step % spec.eval_every == 0 || step == steps;
+    const bool probe_step = eval_step || (step < spec.probe_densely_until && step % 2 == 0);
     if (step == steps) {  // after the last update: one more evaluation
       auto [eval_loss, eval_acc] = evaluate(model, eval);
       out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
@@ -294,12 +311,12 @@ RunOutput train_one(const RunSpec& spec) {
     opt->zero_grad();
     Batch b = make_study_batch(task, spec.batch, data);
     // The probe (which takes the composed attention path) only where it is read.
-    for (auto& [name, a] : model.attention) a->record_probe = eval_step;
+    for (auto& [name, a] : model.attention) a->record_probe = probe_step;
     // Recording the graph reads the gradients and changes none of them.
     std::unique_ptr<GraphCapture> capture;
     if (spec.record_flow && eval_step) capture = std::make_unique<GraphCapture>();
     Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
-    if (eval_step)  // the gradient at the logits, for record_layers
+    if (probe_step)  // the gradient at the logits, for record_layers
       for (auto& [name, a] : model.attention)
         if (a->probe.logits.defined() && a->probe.logits.requires_grad())
           a->probe.logits.retain_grad();
@@ -311,9 +328,11 @@ RunOutput train_one(const RunSpec& spec) {
       loss.backward();
       if (capture) out.flows.push_back({step, key_layer_graph(model, task.task, loss, *capture)});
       // What the run measures of this step's gradients, before they are clipped.
-      if (eval_step) {
+      if (probe_step) {
         record_layers(model, key, step, out.layers);
         before = snapshot(model);
+      }
+      if (eval_step) {
         if (spec.record_blocks) record_blocks(model, step, train_losses.back(), out.blocks);
         auto [eval_loss, eval_acc] = evaluate(model, eval);
         out.curves.push_back({key, step, train_losses.back(), eval_loss, eval_acc});
@@ -321,14 +340,24 @@ RunOutput train_one(const RunSpec& spec) {
       }
     }
     capture.reset();
-    if (nn::training_step(*opt, schedule, train_losses.back(), step_options).stop) {
+    const double qk_squared = std::isfinite(train_losses.back()) ? qk_grad_squared(model) : NAN;
+    const nn::StepReport report =
+        nn::training_step(*opt, schedule, train_losses.back(), step_options);
+    if (report.stop) {
       out.final.diverged = true;  // a non-finite loss: nothing was updated
       break;
     }
+    if (std::isfinite(report.grad_norm) && report.grad_norm > 0) {
+      clipped += spec.clip > 0 && report.grad_norm > spec.clip;
+      qk_share += qk_squared / (report.grad_norm * report.grad_norm);
+      ++measured;
+    }
     out.final.steps_run = step + 1;
-    if (eval_step) record_updates(model, b, before, out.layers);
+    if (probe_step) record_updates(model, b, before, out.layers);
     if (solved) break;  // after this step's update, so its update columns are filled
   }
+  out.final.clipped_fraction = measured > 0 ? clipped / measured : NAN;
+  out.final.qk_grad_share = measured > 0 ? qk_share / measured : NAN;
   if (!out.curves.empty()) summarise_run(out, steps, train_losses);
   out.final.qk_std = out.final.diverged ? NAN : qk_std(model, eval.front());
   if (spec.record_maps) {
