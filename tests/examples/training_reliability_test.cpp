@@ -111,6 +111,42 @@ TEST_F(TrainingReliabilityTest, ARunThatFitsTheLimitTrains) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// minimal_train links no toolkit and hung under `ulimit -v` too: before
+// main, and with one OpenBLAS thread at its first product (up to ulimit -v
+// 180000), or it aborted on an uncaught out-of-memory error (181000 to
+// 183000). It links examples/start/'s start-up code alone: a limit too low
+// is refused in one line with exit code 2, and one with room trains.
+TEST_F(TrainingReliabilityTest, MinimalTrainUnderALimitIsRefusedInOneLineOrTrains) {
+  SKIP_UNDER_ASAN();
+  const std::string minimal_train = program_path("minimal_train");
+  const auto expect_refused = [](const Result& r, const std::string& limit) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(r.err.rfind("minimal_train: error: the address-space limit (ulimit -v " + limit, 0),
+              0u)
+        << r.err;
+    EXPECT_NE(r.err.find("OpenBLAS"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  };
+  for (const char* limit : {"60000", "100000"}) {
+    SCOPED_TRACE(std::string("ulimit -v ") + limit);
+    expect_refused(run_limited(std::string("ulimit -v ") + limit, minimal_train, {}), limit);
+  }
+  {
+    // Near the line, which moves with what the libraries map at start
+    // (47 MiB of the 144 MiB more it asks for, here): refused or trained.
+    SCOPED_TRACE("ulimit -v 180000");
+    Result r = run_limited("ulimit -v 180000", minimal_train, {});
+    if (r.code == 0)
+      EXPECT_NE(r.out.find("held-out greedy accuracy"), std::string::npos) << r.out;
+    else
+      expect_refused(r, "180000");
+  }
+  Result r = run_limited("ulimit -v 300000", minimal_train, {});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("held-out greedy accuracy"), std::string::npos) << r.out;
+}
+
 TEST(AddressSpace, TheCheckComparesTheLimitWithWhatTheRunMaps) {
   const uint64_t mib = uint64_t{1} << 20;
   EXPECT_NO_THROW(training::check_address_space(1, 10.0 * mib, std::nullopt, 50 * mib));

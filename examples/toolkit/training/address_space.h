@@ -15,8 +15,8 @@
 //     run first needed one more buffer), ignoring SIGTERM, whose handler only
 //     sets a flag the loop never reaches.
 //
-// So, under a finite limit, every program of the toolkit (cli::run_cli's,
-// process_files.cpp) sets OPENBLAS_NUM_THREADS to 1 before any library
+// So, under a finite limit, every program of the toolkit (and minimal_train:
+// examples/start/openblas_one_thread.cpp) sets OPENBLAS_NUM_THREADS to 1 before any library
 // starts: OpenBLAS then starts no worker, which gradflow would stop anyway
 // (it runs OpenBLAS on one thread, tensor/parallel.h). And before a run builds its model,
 // check_address_space refuses it when the limit leaves less room than the
