@@ -124,12 +124,16 @@ const std::vector<Claim>& claims() {
        .section = kDepth},
       {.id = "C15",
        .statement = "Self-attention alone collapses tokens to one direction with depth (rank "
-                    "collapse); the residual connections of a transformer block prevent it",
+                    "collapse); at initialisation the residual connections of a transformer "
+                    "block slow it but do not stop it",
        .why = "Averaging with softmax weights is a contraction toward the mean token: without "
               "residual connections or feed-forward layers, repeated attention makes tokens "
-              "alike doubly exponentially fast with depth (Dong et al. 2021); the residual path "
-              "carries each token's own value around it (Noci et al. 2022 analyse the block). "
-              "Flatter attention (a smaller scale) averages more and collapses sooner.",
+              "alike doubly exponentially fast with depth (Dong et al. 2021). The residual path "
+              "carries each token's own value around the attention, so a block moves the tokens "
+              "only part of the way toward their mean; but every block moves them some way, so "
+              "at initialisation they still grow alike with depth (Noci et al. 2022, who scale "
+              "the residual branches down with depth to stop it). Flatter attention (a smaller "
+              "scale) averages more and collapses sooner.",
        .section = kDepth},
       {.id = "C16",
        .statement = "With a fixed scale, attention disperses as the number of keys grows",

@@ -13,6 +13,7 @@
 //                Claims judged here: C14 (Xiong et al.) and C15 (rank collapse).
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -124,13 +125,15 @@ std::string depth_table(const DepthOptions& o, const std::vector<DepthRow>& dept
      << "-layer stack, the last layer's gradient over the first's at W_Q and at the "
         "feed-forward weights (W_1 and W_2 together, Frobenius norm: what Xiong et al. 2020 "
         "follow layer by layer, their Theorem 1 bounding the last layer's W_2), the token "
-        "cosine after the last block, and the token cosine after the first and the last layer "
+        "cosine after the last block and its rise since the first (paired by draw, 95% "
+        "t-interval), and the token cosine after the first and the last layer "
         "of the same embeddings passed through the layers' self-attention alone (no residual, "
         "LayerNorm or feed-forward: where Dong et al. 2021 prove rank collapse); "
         "depth_metrics.csv has every layer and depth.\n\n"
      << "| mode | placement | W_Q grad, last / first | feed-forward grad, last / first | "
-        "token cosine, last block | pure attention: cosine after layer 1 | after layer "
-     << deepest << " |\n|---|---|---|---|---|---|---|\n";
+        "token cosine, last block | its rise from layer 1 | pure attention: cosine after "
+        "layer 1 | after layer "
+     << deepest << " |\n|---|---|---|---|---|---|---|---|\n";
   for (const std::string& mode : study_modes())
     for (const char* placement : {"pre_ln", "post_ln"}) {
       auto [first, last] = ends_of(depth, mode, placement);
@@ -138,12 +141,87 @@ std::string depth_table(const DepthOptions& o, const std::vector<DepthRow>& dept
       md << "| " << mode << " | " << placement << " | "
          << format_estimate(ratio_of(last->grad_norm_wq, first->grad_norm_wq)) << " | "
          << format_estimate(ratio_of(last->grad_norm_ff, first->grad_norm_ff)) << " | "
-         << format_estimate(last->token_cosine) << " | "
-         << format_estimate(first->pure_attention_cosine) << " | "
+         << format_estimate(last->token_cosine) << " | " << format_estimate(last->token_cosine_rise)
+         << " | " << format_estimate(first->pure_attention_cosine) << " | "
          << format_estimate(last->pure_attention_cosine) << " |\n";
     }
   md << "\n";
   return md.str();
+}
+
+// A mean over draws (mean_and_se's normal interval) as a t-interval over
+// its draws: the depth part has 8 by default, where 1.96 would be too narrow.
+Interval over_draws(const Interval& e) {
+  if (e.n < 2 || !std::isfinite(e.se)) return e;
+  const double half = z_of(e.n) * e.se;
+  return {e.mean, half, e.mean - half, e.mean + half, e.n, 0.95, IntervalMethod::StudentT, e.se};
+}
+
+// C15 on 1/sqrt(d_k)'s deepest stacks: its criteria (95% t-intervals over
+// draws), the rows they read and the verdict, which the finding words.
+struct RankCollapse {
+  bool collapses = false;       // attention alone: above 0.9 after the last layer
+  bool slowed = false;          // whole blocks, both placements: below 0.5 after the last layer
+  bool rises_pre = false;       // whole pre-LN blocks: the paired rise from layer 1 above 0
+  bool rises_post = false;      // the same for post-LN
+  bool flatter_sooner = false;  // after one layer of attention alone, 1/d_k above unscaled
+  const DepthRow *pre_first = nullptr, *pre_last = nullptr;
+  const DepthRow *post_first = nullptr, *post_last = nullptr;
+  Verdict verdict;
+};
+
+// REQUIRES: both placements of 1/sqrt(d_k) have a stack of two or more layers.
+RankCollapse rank_collapse(const std::vector<DepthRow>& depth) {
+  RankCollapse c;
+  std::tie(c.pre_first, c.pre_last) = ends_of(depth, kDefaultMode, "pre_ln");
+  std::tie(c.post_first, c.post_last) = ends_of(depth, kDefaultMode, "post_ln");
+  const int64_t layers = c.pre_last->layers;
+  const std::string last = "layer " + std::to_string(layers);
+  Verdict& v = c.verdict;
+  v = verdict_for("C15");
+  const Interval pure = over_draws(c.pre_last->pure_attention_cosine);
+  c.collapses = pure.lo > 0.9;
+  const Interval pre_end = over_draws(c.pre_last->token_cosine),
+                 post_end = over_draws(c.post_last->token_cosine);
+  c.slowed = pre_end.hi < 0.5 && post_end.hi < 0.5;
+  const Interval &pre_rise = c.pre_last->token_cosine_rise,
+                 &post_rise = c.post_last->token_cosine_rise;
+  c.rises_pre = has_interval(pre_rise) && pre_rise.lo > 0;
+  c.rises_post = has_interval(post_rise) && post_rise.lo > 0;
+  auto [flat_first, flat_last] = ends_of(depth, "inv_dk", "pre_ln");
+  auto [sharp_first, sharp_last] = ends_of(depth, "none", "pre_ln");
+  std::string compare_text;
+  if (flat_first && sharp_first) {
+    const Interval a = over_draws(flat_first->pure_attention_cosine),
+                   b = over_draws(sharp_first->pure_attention_cosine);
+    c.flatter_sooner = a.mean - b.mean > z_of(std::min(a.n, b.n)) * std::hypot(a.se, b.se);
+    compare_text = "; after one layer of attention alone, 1/d_k " + format_estimate(a) +
+                   " against unscaled " + format_estimate(b);
+  }
+  v.measured = "1/sqrt(d_k), " + std::to_string(layers) + " layers, " +
+               std::to_string(c.pre_last->draws) +
+               " draws (a new model and batch each), 95% t-intervals over draws: token cosine "
+               "after attention alone, layer 1 " +
+               format_estimate(over_draws(c.pre_first->pure_attention_cosine)) + ", " + last + " " +
+               format_estimate(pure) + "; after whole pre-LN blocks, layer 1 " +
+               format_estimate(over_draws(c.pre_first->token_cosine)) + ", " + last + " " +
+               format_estimate(pre_end) + ", the rise between them (paired by draw) " +
+               format_bounds(pre_rise, 2) + "; after whole post-LN blocks, layer 1 " +
+               format_estimate(over_draws(c.post_first->token_cosine)) + ", " + last + " " +
+               format_estimate(post_end) + ", rise " + format_bounds(post_rise, 2) + compare_text;
+  const int passed = c.collapses + c.slowed + (c.rises_pre && c.rises_post) + c.flatter_sooner;
+  v.verdict = verdict_of(passed, 4);
+  v.reason = std::string("attention alone above 0.9 after the last layer: ") + yes_no(c.collapses) +
+             "; whole blocks below 0.5 after the last layer, pre- and post-LN (the residual "
+             "path slows the collapse): " +
+             yes_no(c.slowed) + "; whole blocks' cosine still rising from layer 1 to " + last +
+             ", the paired rise above 0 in both placements (the residual path does not stop "
+             "it): " +
+             yes_no(c.rises_pre && c.rises_post) + " (pre-LN " + yes_no(c.rises_pre) +
+             ", post-LN " + yes_no(c.rises_post) +
+             "); flatter attention (1/d_k) more alike than unscaled after one layer: " +
+             yes_no(c.flatter_sooner) + " (95% t-intervals over draws)";
+  return c;
 }
 
 // C14 (Xiong et al. 2020) and C15 (rank collapse), on 1/sqrt(d_k)'s stacks.
@@ -178,48 +256,26 @@ std::vector<Verdict> depth_claims(const std::vector<DepthRow>& depth) {
                             "falls toward the output, as the table shows");
     out.push_back(v);
   }
-  {
-    Verdict v = verdict_for("C15");
-    const DepthRow* last = pre_last;
-    const bool collapses =
-        last->pure_attention_cosine.mean - 1.96 * last->pure_attention_cosine.se > 0.9;
-    const bool prevented = last->token_cosine.mean + 1.96 * last->token_cosine.se < 0.5;
-    auto [flat_first, flat_last] = ends_of(depth, "inv_dk", "pre_ln");
-    auto [sharp_first, sharp_last] = ends_of(depth, "none", "pre_ln");
-    bool flatter_sooner = false;
-    std::string compare_text;
-    if (flat_first && sharp_first) {
-      const Interval& a = flat_first->pure_attention_cosine;
-      const Interval& b = sharp_first->pure_attention_cosine;
-      flatter_sooner = a.mean - b.mean > 1.96 * std::hypot(a.se, b.se);
-      compare_text = "; after one layer of attention alone, 1/d_k " + format_estimate(a) +
-                     " against unscaled " + format_estimate(b);
-    }
-    v.measured = "1/sqrt(d_k), " + std::to_string(layers) +
-                 " layers: token cosine after attention alone, layer 1 " +
-                 format_estimate(pre_first->pure_attention_cosine) + ", layer " +
-                 std::to_string(layers) + " " + format_estimate(last->pure_attention_cosine) +
-                 "; after the full pre-LN blocks " + format_estimate(last->token_cosine) +
-                 compare_text;
-    v.verdict = verdict_of(collapses + prevented + flatter_sooner, 3);
-    v.reason = std::string("attention alone above 0.9 after the last layer: ") + yes_no(collapses) +
-               "; with residual blocks below 0.5: " + yes_no(prevented) +
-               "; flatter attention (1/d_k) more alike than unscaled after one layer: " +
-               yes_no(flatter_sooner) + " (95% intervals over draws)";
-    out.push_back(v);
-  }
+  out.push_back(rank_collapse(depth).verdict);
   return out;
 }
 
 CsvFile depth_csv(const std::vector<DepthRow>& depth) {
   // The estimates first, then their standard errors and the draws.
   const std::vector<Interval DepthRow::*> fields = {
-      &DepthRow::grad_norm_wq, &DepthRow::grad_norm_wv, &DepthRow::grad_norm_ff,
-      &DepthRow::token_cosine, &DepthRow::pure_attention_cosine};
-  std::vector<std::string> columns = {"mode",         "norm_placement", "layers",
-                                      "layer",        "grad_norm_wq",   "grad_norm_wv",
-                                      "grad_norm_ff", "token_cosine",   "pure_attention_cosine"};
-  for (size_t i = 4; i < 9; ++i) columns.push_back(columns[i] + "_se");
+      &DepthRow::grad_norm_wq, &DepthRow::grad_norm_wv,          &DepthRow::grad_norm_ff,
+      &DepthRow::token_cosine, &DepthRow::pure_attention_cosine, &DepthRow::token_cosine_rise};
+  std::vector<std::string> columns = {"mode",
+                                      "norm_placement",
+                                      "layers",
+                                      "layer",
+                                      "grad_norm_wq",
+                                      "grad_norm_wv",
+                                      "grad_norm_ff",
+                                      "token_cosine",
+                                      "pure_attention_cosine",
+                                      "token_cosine_rise"};
+  for (size_t i = 4; i < 4 + fields.size(); ++i) columns.push_back(columns[i] + "_se");
   columns.push_back("draws");
   std::vector<CsvRow> rows;
   for (const DepthRow& r : depth) {
@@ -330,9 +386,16 @@ std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& o)
             for (const Sample& s : draws) v.push_back((s.*field)[static_cast<size_t>(layer)]);
             return mean_and_se(v);
           };
+          // Since layer 0, draw by draw: the same model and batch at both layers.
+          std::vector<double> now, first;
+          for (const Sample& s : draws) {
+            now.push_back(s.cosine[static_cast<size_t>(layer)]);
+            first.push_back(s.cosine.front());
+          }
           rows[i].push_back({job.mode, job.norm == nn::NormPlacement::Pre ? "pre_ln" : "post_ln",
                              job.layers, layer, o.draws, across(&Sample::wq), across(&Sample::wv),
-                             across(&Sample::ff), across(&Sample::cosine), across(&Sample::pure)});
+                             across(&Sample::ff), across(&Sample::cosine), across(&Sample::pure),
+                             draws.empty() ? no_interval() : paired_difference(now, first)});
         }
       },
       settings.progress_for("depth: depth at initialisation", "stack"));
@@ -341,20 +404,64 @@ std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& o)
   return out;
 }
 
+namespace {
+
+// C15's finding: attention alone against whole blocks, in the words its
+// criteria allow.
+Finding rank_collapse_finding(const RankCollapse& c) {
+  const int64_t layers = c.pre_last->layers;
+  const std::string l = std::to_string(layers);
+  // Two significant figures, trailing zeros kept ("0.10", "1.0").
+  auto two = [](const Interval& e) {
+    std::ostringstream out;
+    out << std::showpoint << std::setprecision(2) << e.mean;
+    return out.str();
+  };
+  std::string text =
+      "Averaging with softmax weights pulls the tokens toward their mean. Through the layers' "
+      "attention alone, with nothing else, the mean cosine between tokens (1 when every token "
+      "is alike) is " +
+      two(c.pre_first->pure_attention_cosine) + " after one layer and " +
+      two(c.pre_last->pure_attention_cosine) + " after " + l + " layers" +
+      (c.collapses ? ": every token alike." : ".") +
+      " Through whole blocks, whose residual path carries each token around the attention, it "
+      "goes from " +
+      two(c.pre_first->token_cosine) + " to " + two(c.pre_last->token_cosine) + " over " + l +
+      " pre-LN blocks and from " + two(c.post_first->token_cosine) + " to " +
+      two(c.post_last->token_cosine) + " over " + l + " post-LN blocks.";
+  std::string title;
+  if (c.collapses && c.slowed && c.rises_pre && c.rises_post) {
+    title =
+        "Attention alone collapses the tokens with depth; at initialisation the residual path "
+        "slows the collapse but does not stop it";
+    text +=
+        " Small, but still growing with depth: at initialisation the residual path slows "
+        "the collapse; it does not stop it.";
+  } else if (c.collapses && c.slowed) {
+    title = "Attention alone collapses the tokens with depth; whole blocks stay far from it over " +
+            l + " layers at initialisation";
+    text += c.rises_pre || c.rises_post
+                ? std::string(" The tokens still grow alike in ") +
+                      (c.rises_pre ? "pre-LN" : "post-LN") + " blocks, but not detectably in " +
+                      (c.rises_pre ? "post-LN" : "pre-LN") + " ones over these layers."
+                : " Over these layers neither shows a detectable rise.";
+  } else {
+    title = "Rank collapse, tested where it is predicted: " + c.verdict.verdict;
+    if (!c.slowed) text += " Whole blocks do not stay clearly below 0.5 here.";
+  }
+  return {title, text, "depth_cosine.svg",
+          c.verdict.measured + ". C15 " + c.verdict.verdict + ": " + c.verdict.reason + "."};
+}
+
+}  // namespace
+
 Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& depth) {
   Section s{.part = "depth"};
   if (depth.empty()) return s;
   s.markdown = depth_table(options, depth);
   s.claims = depth_claims(depth);
   for (const Verdict& v : s.claims)
-    if (v.id == "C15")
-      s.findings.push_back(
-          {v.verdict == "holds" ? "Rank collapse belongs to attention alone; the residual path "
-                                  "prevents it"
-                                : "Rank collapse, tested where it is predicted: " + v.verdict,
-           "Averaging with softmax weights pulls tokens toward their mean. " + v.measured +
-               " (mean cosine between tokens; 1 is every token alike).",
-           "depth_cosine.svg"});
+    if (v.id == "C15") s.findings.push_back(rank_collapse_finding(rank_collapse(depth)));
   s.csvs.push_back(depth_csv(depth));
   s.plots = depth_figures(depth);
   return s;

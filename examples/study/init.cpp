@@ -14,6 +14,7 @@
 // second experiment with C5, its table and its figure.
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -122,6 +123,38 @@ constexpr double kSaturatedEntropy = 0.2, kSaturatedMaxWeight = 0.8;
 
 double frobenius(const Tensor& g) { return std::sqrt(sum(mul(g, g)).item()); }
 
+// v to two significant figures, trailing zeros kept ("0.10", "5.0"): a
+// finding's numbers, for a student.
+std::string two_digits(double v) {
+  std::ostringstream out;
+  out << std::showpoint << std::setprecision(2) << v;
+  return out.str();
+}
+
+// Saturated by C5's criterion, on random q and k: entropy_norm below
+// kSaturatedEntropy and max_weight above kSaturatedMaxWeight, whole 95% intervals.
+bool saturated_at_init(const InitRow& r) {
+  const double z = z_of(r.draws);
+  return r.entropy_norm.mean + z * r.entropy_norm.se < kSaturatedEntropy &&
+         r.max_weight.mean - z * r.max_weight.se > kSaturatedMaxWeight;
+}
+
+// The same in the initialised layer, over its layer draws.
+bool layer_saturated(const InitRow& r) {
+  const double z = z_of(r.layer_draws);
+  return r.layer_entropy_norm.mean + z * r.layer_entropy_norm.se < kSaturatedEntropy &&
+         r.layer_max_weight.mean - z * r.layer_max_weight.se > kSaturatedMaxWeight;
+}
+
+// ||dL/dS|| of a's initialised layers minus b's, draw by draw (draw i is the
+// same layer and input for every mode): a t-interval, none without draws.
+Interval scores_difference(const InitRow& a, const InitRow& b) {
+  if (a.grad_norm_scores_draws.empty() ||
+      a.grad_norm_scores_draws.size() != b.grad_norm_scores_draws.size())
+    return no_interval();
+  return paired_difference(a.grad_norm_scores_draws, b.grad_norm_scores_draws);
+}
+
 }  // namespace
 
 // A fresh layer on fresh input, per draw; draw i is the same layer and input
@@ -129,7 +162,7 @@ double frobenius(const Tensor& g) { return std::sqrt(sum(mul(g, g)).item()); }
 // compared on the same weights.
 void measure_layer(InitRow& row, const Settings& settings, const InitOptions& o) {
   const std::string& mode = row.mode;
-  std::vector<double> logit_var, entropy, max_weight, scores, wq, wk, wv, ratio;
+  std::vector<double> logit_var, entropy, max_weight, jacobian, scores, wq, wk, wv, ratio;
   // A draw averages over n_keys queries already: fewer draws for longer inputs.
   row.layer_draws = std::max<int64_t>(8, o.layer_rows / row.n_keys);
   for (int64_t draw = 0; draw < row.layer_draws; ++draw) {
@@ -156,6 +189,7 @@ void measure_layer(InitRow& row, const Settings& settings, const InitOptions& o)
     AttentionStats st = attention_stats(attn.probe.weights.data(), logits, Tensor());
     entropy.push_back(st.entropy_norm);
     max_weight.push_back(st.max_weight);
+    jacobian.push_back(st.jacobian_norm);
     scores.push_back(frobenius(grad_scores));
     wq.push_back(frobenius(attn.q_proj->weight.grad()));
     wk.push_back(frobenius(attn.k_proj->weight.grad()));
@@ -165,7 +199,9 @@ void measure_layer(InitRow& row, const Settings& settings, const InitOptions& o)
   row.layer_logit_var = mean_and_se(logit_var);
   row.layer_entropy_norm = mean_and_se(entropy);
   row.layer_max_weight = mean_and_se(max_weight);
+  row.layer_jacobian_norm = mean_and_se(jacobian);
   row.grad_norm_scores = mean_and_se(scores);
+  row.grad_norm_scores_draws = scores;
   row.grad_norm_wq = mean_and_se(wq);
   row.grad_norm_wk = mean_and_se(wk);
   row.grad_norm_wv = mean_and_se(wv);
@@ -208,23 +244,29 @@ std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
   return rows;
 }
 
-// Why the gradient at the scores of an initialised unscaled layer can be
-// larger than 1/sqrt(d_k)'s, in the words its own numbers allow.
-std::string scores_note(const InitRow& none, const InitRow& ref, int64_t d_k) {
-  const bool layer_saturated = none.layer_entropy_norm.mean < kSaturatedEntropy &&
-                               none.layer_max_weight.mean > kSaturatedMaxWeight;
-  return " (at d_k " + std::to_string(d_k) + " the initialised layer's softmax has entropy_norm " +
-         significant(none.layer_entropy_norm.mean) + " and max_weight " +
-         significant(none.layer_max_weight.mean) + ": " +
-         (layer_saturated ? "saturated by the criterion above, but not one-hot"
-                          : "not saturated by the criterion above, its q and k having variance "
-                            "about 1/3") +
-         "; 1/sqrt(d_k)'s is near uniform (entropy_norm " +
-         significant(ref.layer_entropy_norm.mean) +
-         "), and a near-uniform softmax over n keys passes each score a gradient of order 1/n, "
-         "so the sharper layer's ||dL/dS|| is the larger: " +
-         format_estimate(none.grad_norm_scores) + " against " +
-         format_estimate(ref.grad_norm_scores) + ")";
+// Why the gradient at the scores of an initialised unscaled layer need not
+// be smaller than 1/sqrt(d_k)'s, in the words its own numbers allow.
+std::string scores_note(const InitRow& none, const InitRow& ref, const Interval& diff,
+                        int64_t d_k) {
+  std::string note =
+      " (at d_k " + std::to_string(d_k) + " the initialised layer's softmax has entropy_norm " +
+      significant(none.layer_entropy_norm.mean) + " and max_weight " +
+      significant(none.layer_max_weight.mean) + ": " +
+      (layer_saturated(none) ? "saturated by the criterion above, but not one-hot"
+                             : "not saturated by the criterion above, its q and k having variance "
+                               "about 1/3") +
+      "; 1/sqrt(d_k)'s is near uniform (entropy_norm " + significant(ref.layer_entropy_norm.mean) +
+      "); ";
+  if (has_interval(diff) && diff.lo > 0)
+    return note +
+           "a near-uniform softmax over n keys passes each score a gradient of order 1/n, so "
+           "the sharper layer's ||dL/dS|| is the larger (its softmax Jacobian " +
+           format_estimate(none.layer_jacobian_norm) + " against " +
+           format_estimate(ref.layer_jacobian_norm) +
+           "): " + format_estimate(none.grad_norm_scores) + " against " +
+           format_estimate(ref.grad_norm_scores) + ")";
+  return note + "||dL/dS|| " + format_estimate(none.grad_norm_scores) + " against " +
+         format_estimate(ref.grad_norm_scores) + ", no detectable difference)";
 }
 
 Verdict saturation_claim(const std::vector<InitRow>& init,
@@ -236,13 +278,12 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
     Verdict v = verdict_for("C5");
     const InitRow* none = find_init(init, "none", d_max, n);
     const InitRow* ref = find_init(init, "inv_sqrt_dk", d_max, n);
-    const double z = z_of(none->draws);
-    const bool saturated =
-        none->entropy_norm.mean + z * none->entropy_norm.se < kSaturatedEntropy &&
-        none->max_weight.mean - z * none->max_weight.se > kSaturatedMaxWeight;
+    const bool saturated = saturated_at_init(*none);
     const bool jacobian_small = none->jacobian_norm.mean < 0.5 * ref->jacobian_norm.mean;
-    // In an initialised layer: the gradient at the scores, and W_Q's against W_V's.
-    const bool scores_smaller = none->grad_norm_scores.mean < ref->grad_norm_scores.mean;
+    // In an initialised layer: the gradient at the scores, paired by layer
+    // draw, and W_Q's against W_V's.
+    const Interval scores_diff = scores_difference(*none, *ref);
+    const bool scores_smaller = has_interval(scores_diff) && scores_diff.hi < 0;
     TrainingCount t = count_training(training, "none");
     TrainingCount control = count_training(training, kControl);
     // In training: the Q/V gradient ratio at the end of each run, against 1/sqrt(d_k)'s.
@@ -267,6 +308,7 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
                  " (1/sqrt(d_k): " + format_estimate(ref->jacobian_norm) +
                  "); initialised layer: ||dL/dS|| " + format_estimate(none->grad_norm_scores) +
                  " (1/sqrt(d_k): " + format_estimate(ref->grad_norm_scores) +
+                 "; the difference paired by layer draw " + format_bounds(scores_diff, 2) +
                  "), ||dL/dW_Q|| / ||dL/dW_V|| " + format_estimate(none->grad_ratio_qv) +
                  " (1/sqrt(d_k): " + format_estimate(ref->grad_ratio_qv) + ")";
     if (t.settings > 0)
@@ -283,8 +325,10 @@ Verdict saturation_claim(const std::vector<InitRow>& init,
                significant(kSaturatedEntropy) + ", max_weight above " +
                significant(kSaturatedMaxWeight) + "): " + yes_no(saturated) +
                "; softmax Jacobian below half of 1/sqrt(d_k)'s: " + yes_no(jacobian_small) +
-               "; gradient at the scores of an initialised layer smaller than 1/sqrt(d_k)'s: " +
-               yes_no(scores_smaller) + (scores_smaller ? "" : scores_note(*none, *ref, d_max)) +
+               "; gradient at the scores of an initialised layer smaller than 1/sqrt(d_k)'s "
+               "(the paired difference's 95% interval below 0): " +
+               yes_no(scores_smaller) +
+               (scores_smaller ? "" : scores_note(*none, *ref, scores_diff, d_max)) +
                (t.settings > 0
                     ? "; Q/K gradient vanishing relative to V in training (the paired ratio's "
                       "interval below 1) in " +
@@ -304,15 +348,16 @@ std::string layer_table(const InitOptions& options, const std::vector<InitRow>& 
         "for every mode). Its projections give q and k components of variance about 1/3, so q.k "
         "has variance d_k / 9 and every scaled mode starts near uniform; the unscaled one "
         "sharpens as d_k grows, and the control (none_small_init) starts like 1/sqrt(d_k).\n\n"
-     << "| mode | d_k | layer entropy_norm | layer max_weight | "
+     << "| mode | d_k | layer entropy_norm | layer max_weight | layer jacobian_norm | "
         "\\|\\|dL/dS\\|\\| | \\|\\|dL/dW_Q\\|\\| | \\|\\|dL/dW_V\\|\\| | W_Q / W_V |\n"
-        "|---|---|---|---|---|---|---|---|\n";
+        "|---|---|---|---|---|---|---|---|---|\n";
   for (const InitRow& r : init) {
     if (r.n_keys != n) continue;
     md << "| " << r.mode << " | " << r.d_k << " | " << format_estimate(r.layer_entropy_norm)
        << " | " << format_estimate(r.layer_max_weight) << " | "
-       << format_estimate(r.grad_norm_scores) << " | " << format_estimate(r.grad_norm_wq) << " | "
-       << format_estimate(r.grad_norm_wv) << " | " << format_estimate(r.grad_ratio_qv) << " |\n";
+       << format_estimate(r.layer_jacobian_norm) << " | " << format_estimate(r.grad_norm_scores)
+       << " | " << format_estimate(r.grad_norm_wq) << " | " << format_estimate(r.grad_norm_wv)
+       << " | " << format_estimate(r.grad_ratio_qv) << " |\n";
   }
   md << "\n### The slopes against d_k, and where they come from\n\n"
      << "In the layer, r W_O gives a gradient g at each attention output with d_k components "
@@ -381,8 +426,8 @@ CsvFile init_csv(const std::vector<InitRow>& init) {
     add_estimate_columns(columns, name);
   columns.push_back("layer_draws");
   for (const char* name :
-       {"layer_logit_var", "layer_entropy_norm", "layer_max_weight", "grad_norm_scores",
-        "grad_norm_wq", "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv"})
+       {"layer_logit_var", "layer_entropy_norm", "layer_max_weight", "layer_jacobian_norm",
+        "grad_norm_scores", "grad_norm_wq", "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv"})
     add_estimate_columns(columns, name);
   std::vector<CsvRow> rows;
   for (const InitRow& r : init) {
@@ -393,8 +438,8 @@ CsvFile init_csv(const std::vector<InitRow>& init) {
       add_estimate(row, *e);
     row.push_back(r.layer_draws);
     for (const Interval* e :
-         {&r.layer_logit_var, &r.layer_entropy_norm, &r.layer_max_weight, &r.grad_norm_scores,
-          &r.grad_norm_wq, &r.grad_norm_wk, &r.grad_norm_wv, &r.grad_ratio_qv})
+         {&r.layer_logit_var, &r.layer_entropy_norm, &r.layer_max_weight, &r.layer_jacobian_norm,
+          &r.grad_norm_scores, &r.grad_norm_wq, &r.grad_norm_wk, &r.grad_norm_wv, &r.grad_ratio_qv})
       add_estimate(row, *e);
     rows.push_back(row);
   }
@@ -414,28 +459,123 @@ std::vector<Verdict> init_claims(const std::vector<InitRow>& init,
 namespace {
 
 // Unscaled attention at initialisation across d_k against 1/sqrt(d_k), for
-// the report's first section.
+// the report's first section: random q and k, then an initialised layer,
+// each comparison worded by its interval.
 Finding init_finding(const std::vector<InitRow>& init) {
   const std::vector<int64_t> d_ks = values_of(init, &InitRow::d_k);
-  const int64_t n = quoted_keys(init);
-  std::string none, ref;
+  const int64_t n = quoted_keys(init), d_min = d_ks.front(), d_max = d_ks.back();
+  const InitRow* first = find_init(init, "none", d_min, n);
+  const InitRow* none = find_init(init, "none", d_max, n);
+  const InitRow* ref = find_init(init, kDefaultMode, d_max, n);
+  if (!first || !none || !ref || none->draws == 0 || ref->draws == 0) return {};
+  const std::string at = "d_k " + std::to_string(d_max);
+  // 1/sqrt(d_k)'s largest weight over d_k; every d_k's figures for the detail.
+  double ref_low = kNaN, ref_high = kNaN;
+  std::string none_list, ref_list;
+  int64_t fewest = 0, most = 0;
   for (int64_t d : d_ks) {
     const InitRow* a = find_init(init, "none", d, n);
     const InitRow* b = find_init(init, kDefaultMode, d, n);
-    if (!a || !b || a->draws == 0) continue;
-    none += (none.empty() ? "" : ", ") + significant(a->max_weight.mean, 2);
-    ref += (ref.empty() ? "" : ", ") + significant(b->max_weight.mean, 2);
+    if (!a || !b || a->draws == 0 || b->draws == 0) continue;
+    ref_low = std::isnan(ref_low) ? b->max_weight.mean : std::min(ref_low, b->max_weight.mean);
+    ref_high = std::isnan(ref_high) ? b->max_weight.mean : std::max(ref_high, b->max_weight.mean);
+    none_list += (none_list.empty() ? "" : ", ") + format_estimate(a->max_weight);
+    ref_list += (ref_list.empty() ? "" : ", ") + format_estimate(b->max_weight);
+    for (int64_t draws : {a->draws, b->draws}) {
+      fewest = fewest == 0 ? draws : std::min(fewest, draws);
+      most = std::max(most, draws);
+    }
   }
-  if (none.empty()) return {};
   std::string list;
   for (int64_t d : d_ks) list += (list.empty() ? "" : ", ") + std::to_string(d);
-  return {"Before any training, the unscaled softmax saturates as d_k grows",
-          "q.k is a sum of d_k products, so its variance is d_k (C1). Over " + std::to_string(n) +
-              " keys the largest attention weight, averaged over queries, is " + none + " at d_k " +
-              list + " without scaling, and " + ref + " with 1/sqrt(d_k) (uniform would be " +
-              significant(1.0 / n, 2) +
-              "). A saturated softmax passes almost no gradient (C5, C6).",
-          "softmax_shape.svg"};
+  auto upper = [](const Interval& e, int64_t draws) { return e.mean + z_of(draws) * e.se; };
+  auto lower = [](const Interval& e, int64_t draws) { return e.mean - z_of(draws) * e.se; };
+
+  // Random q and k: sharper with d_k, saturated at the largest, and the
+  // Jacobian there (independent draws for each mode).
+  const bool saturated = saturated_at_init(*none);
+  const bool sharpens =
+      lower(none->max_weight, none->draws) > upper(first->max_weight, first->draws);
+  const bool jacobian_smaller =
+      upper(none->jacobian_norm, none->draws) < lower(ref->jacobian_norm, ref->draws);
+  // The initialised layer: the gradient at the scores, paired by layer draw.
+  const Interval diff = scores_difference(*none, *ref);
+  const bool larger = has_interval(diff) && diff.lo > 0,
+             smaller = has_interval(diff) && diff.hi < 0;
+  const bool one_hot_layer = upper(none->layer_max_weight, none->layer_draws) >= 0.99;
+  const bool ref_uniform = lower(ref->layer_entropy_norm, ref->layer_draws) > 0.95;
+
+  std::string title = std::string("Before any training, the unscaled softmax ") +
+                      (saturated  ? "saturates as d_k grows"
+                       : sharpens ? "sharpens as d_k grows but does not saturate"
+                                  : "does not detectably sharpen as d_k grows") +
+                      (larger    ? "; an initialised layer's scores still get more gradient, "
+                                   "not less"
+                       : smaller ? "; an initialised layer's scores get less gradient"
+                                 : "; the gradient at an initialised layer's scores is not "
+                                   "detectably smaller");
+  const char* layer_state = layer_saturated(*none)
+                                ? (one_hot_layer ? "saturated" : "saturated but not one-hot")
+                                : "not saturated";
+  std::string text =
+      "q.k is a sum of d_k products, so its variance is d_k (C1). Over " + std::to_string(n) +
+      " keys the largest attention weight " + (sharpens ? "grows from " : "goes from ") +
+      two_digits(first->max_weight.mean) + " at d_k " + std::to_string(d_min) + " to " +
+      two_digits(none->max_weight.mean) + " at " + at + " without scaling, against " +
+      (two_digits(ref_low) == two_digits(ref_high)
+           ? two_digits(ref_low)
+           : two_digits(ref_low) + " to " + two_digits(ref_high)) +
+      " with 1/sqrt(d_k) (uniform: " + two_digits(1.0 / static_cast<double>(n)) + "), and at " +
+      at + " the softmax Jacobian, through which every gradient reaches the scores, is " +
+      two_digits(none->jacobian_norm.mean) + " against " + two_digits(ref->jacobian_norm.mean) +
+      (jacobian_smaller ? ": it shrinks as the softmax nears one-hot." : ".") +
+      " A freshly initialised layer starts milder (its q and k have variance about 1/3): at " + at +
+      " its unscaled softmax is " + layer_state + " (largest weight " +
+      two_digits(none->layer_max_weight.mean) + "), its Jacobian " +
+      two_digits(none->layer_jacobian_norm.mean) + " against " +
+      two_digits(ref->layer_jacobian_norm.mean) + ", and the gradient reaching its scores " +
+      two_digits(none->grad_norm_scores.mean) + " against " +
+      two_digits(ref->grad_norm_scores.mean) + " (layer_gradients.svg)";
+  if (larger)
+    text += ref_uniform ? ": larger, not smaller, since 1/sqrt(d_k)'s softmax there is close to "
+                          "uniform, and a nearly uniform softmax over n keys passes each score a "
+                          "gradient of order 1/n."
+                        : ": larger, not smaller.";
+  else if (smaller)
+    text += ": the sharper softmax passes its scores less gradient.";
+  else
+    text += ", no detectable difference over " + std::to_string(none->layer_draws) + " layers.";
+  text +=
+      " Whether the gradient at the scores collapses once training sharpens the softmax further "
+      "is for the train part to show.";
+
+  const std::string detail =
+      "Independent unit-variance q and k, " + std::to_string(n) +
+      " keys, means over draws with 95% intervals: max_weight at d_k " + list + ", unscaled " +
+      none_list + ", 1/sqrt(d_k) " + ref_list + " (" + std::to_string(fewest) + " to " +
+      std::to_string(most) + " draws each); at " + at + " unscaled entropy_norm " +
+      format_estimate(none->entropy_norm) + " (saturated by C5's criterion, entropy_norm below " +
+      significant(kSaturatedEntropy) + " and max_weight above " + significant(kSaturatedMaxWeight) +
+      ", whole intervals: " + yes_no(saturated) + "; sharper than at d_k " + std::to_string(d_min) +
+      ", the intervals apart: " + yes_no(sharpens) + "), softmax Jacobian " +
+      format_estimate(none->jacobian_norm) + " against 1/sqrt(d_k)'s " +
+      format_estimate(ref->jacobian_norm) +
+      " (independent draws; intervals apart: " + yes_no(jacobian_smaller) +
+      "). A freshly initialised layer (one head of size " + std::to_string(d_max) + ", " +
+      std::to_string(n) + " tokens; " + std::to_string(none->layer_draws) +
+      " layer draws, the same layers and inputs for both modes), unscaled against 1/sqrt(d_k): "
+      "entropy_norm " +
+      format_estimate(none->layer_entropy_norm) + " against " +
+      format_estimate(ref->layer_entropy_norm) + ", max_weight " +
+      format_estimate(none->layer_max_weight) + " against " +
+      format_estimate(ref->layer_max_weight) + ", softmax Jacobian " +
+      format_estimate(none->layer_jacobian_norm) + " against " +
+      format_estimate(ref->layer_jacobian_norm) + ", ||dL/dS|| " +
+      format_estimate(none->grad_norm_scores) + " against " +
+      format_estimate(ref->grad_norm_scores) + "; the difference paired by layer draw " +
+      format_bounds(diff, 2) + " (t-interval; C5's criterion \"smaller\": " + yes_no(smaller) +
+      ").";
+  return {title, text, "softmax_shape.svg", detail};
 }
 
 }  // namespace

@@ -189,10 +189,12 @@ TEST_F(StudyProgramTest, TheEstimateFlagPrintsThePlanAndExits) {
   Result r = run(kScalingStudy, {"--estimate", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
   // The default run's parts and their jobs: init's 10 arms x 5 d_k x 3 key
-  // counts, train's 2 tasks x 2 d_k x 6 arms x 5 seeds, sgd's 2 d_k x 3 arms
-  // x 3 rates x 3 seeds, depth's 10 arms x 2 norm placements x 4 depths.
-  EXPECT_NE(r.out.find("plan: init 150 draw sets, train 120 runs, sgd 54 runs, depth 80 stacks "
-                       "(404 jobs)\n"),
+  // counts, train's 2 tasks x 2 d_k x 6 arms x 5 seeds, sgd's 36 selection
+  // runs (2 d_k x 3 arms x 3 rates x 2 seeds), 35 compared (2 arms x 5 seeds
+  // at each d_k, clipped, and at d_k 256 unclipped) and 5 at the common rate
+  // 0.1, depth's 10 arms x 2 norm placements x 4 depths.
+  EXPECT_NE(r.out.find("plan: init 150 draw sets, train 120 runs, sgd 76 runs, depth 80 stacks "
+                       "(426 jobs)\n"),
             std::string::npos)
       << r.out;
   const size_t estimate = r.out.find("\nestimate: about ");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include "examples/study/parts.h"
@@ -309,6 +310,108 @@ TEST(StudyDepth, RowsPerLayerAndPlacement) {
     EXPECT_LE(std::abs(r.token_cosine.mean), 1.0);
     EXPECT_EQ(r.draws, 2);
   }
+}
+
+// A finding's numbers for the student: two significant figures, trailing
+// zeros kept (init.cpp's and depth.cpp's own rule).
+std::string two(double v) {
+  std::ostringstream out;
+  out << std::showpoint << std::setprecision(2) << v;
+  return out.str();
+}
+
+const CsvFile& csv_of(const Section& s, const std::string& name) {
+  for (const CsvFile& f : s.csvs)
+    if (f.name == name) return f;
+  throw std::runtime_error(s.part + ": no " + name);
+}
+
+// A cell of a section's CSV file as the file holds it (text), by column name.
+std::string cell(const CsvFile& f, const CsvRow& r, const std::string& column) {
+  const auto at = std::find(f.columns.begin(), f.columns.end(), column);
+  if (at == f.columns.end()) throw std::runtime_error(f.name + ": no column " + column);
+  return r[static_cast<size_t>(at - f.columns.begin())].text();
+}
+double number(const CsvFile& f, const CsvRow& r, const std::string& column) {
+  return std::stod(cell(f, r, column));
+}
+
+// The depth part's finding quotes the numbers of depth_metrics.csv, and the
+// rise since layer 0, paired by draw, has the mean of a difference of means.
+TEST(StudyDepth, TheFindingQuotesTheCsvItWrites) {
+  set_num_threads(1);
+  DepthOptions o;
+  o.depths = {1, 3};
+  o.draws = 3;
+  o.seq = 8;
+  o.batch = 2;
+  const Section s = depth_section(o, run_depth(with_threads(2), o));
+  const CsvFile& csv = csv_of(s, "depth_metrics.csv");
+  auto row = [&](const std::string& mode, const std::string& placement, int64_t layers,
+                 int64_t layer) -> const CsvRow& {
+    for (const CsvRow& r : csv.rows)
+      if (cell(csv, r, "mode") == mode && cell(csv, r, "norm_placement") == placement &&
+          cell(csv, r, "layers") == std::to_string(layers) &&
+          cell(csv, r, "layer") == std::to_string(layer))
+        return r;
+    throw std::runtime_error("no row");
+  };
+  for (const CsvRow& r : csv.rows) {
+    const CsvRow& first = row(cell(csv, r, "mode"), cell(csv, r, "norm_placement"),
+                              std::stoll(cell(csv, r, "layers")), 0);
+    EXPECT_NEAR(number(csv, r, "token_cosine_rise"),
+                number(csv, r, "token_cosine") - number(csv, first, "token_cosine"), 1e-12);
+  }
+  EXPECT_EQ(number(csv, row(kDefaultMode, "pre_ln", 3, 0), "token_cosine_rise_se"), 0);
+  ASSERT_EQ(s.findings.size(), 1u);
+  const std::string& text = s.findings[0].text;
+  auto at = [&](const std::string& placement, int64_t layer, const std::string& column) {
+    return two(number(csv, row(kDefaultMode, placement, 3, layer), column));
+  };
+  for (const std::string& want :
+       {"is " + at("pre_ln", 0, "pure_attention_cosine") + " after one layer and " +
+            at("pre_ln", 2, "pure_attention_cosine") + " after 3 layers",
+        "it goes from " + at("pre_ln", 0, "token_cosine") + " to " +
+            at("pre_ln", 2, "token_cosine") + " over 3 pre-LN blocks and from " +
+            at("post_ln", 0, "token_cosine") + " to " + at("post_ln", 2, "token_cosine") +
+            " over 3 post-LN blocks."})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
+// The init part's finding quotes the numbers of init_metrics.csv; a row's
+// per-draw gradients at the scores are those its estimate averages.
+TEST(StudyPartA, TheFindingQuotesTheCsvItWrites) {
+  set_num_threads(1);
+  const std::vector<InitRow> rows = run_init(with_threads(2), small_init());
+  for (const InitRow& r : rows) {
+    ASSERT_EQ(static_cast<int64_t>(r.grad_norm_scores_draws.size()), r.layer_draws) << r.mode;
+    EXPECT_NEAR(stats::mean(r.grad_norm_scores_draws), r.grad_norm_scores.mean,
+                1e-12 * r.grad_norm_scores.mean);
+    EXPECT_GT(r.layer_jacobian_norm.mean, 0) << r.mode;
+    EXPECT_LT(r.layer_jacobian_norm.mean, 1) << r.mode;
+  }
+  const Section s = init_section(small_init(), rows, {});
+  const CsvFile& csv = csv_of(s, "init_metrics.csv");
+  auto at = [&](const std::string& mode, int64_t d_k, const std::string& column) {
+    for (const CsvRow& r : csv.rows)
+      if (cell(csv, r, "mode") == mode && cell(csv, r, "d_k") == std::to_string(d_k) &&
+          cell(csv, r, "n_keys") == "64")
+        return two(number(csv, r, column));
+    throw std::runtime_error("no row");
+  };
+  ASSERT_EQ(s.findings.size(), 1u);
+  const std::string& text = s.findings[0].text;
+  for (const std::string& want :
+       {" from " + at("none", 4, "max_weight") + " at d_k 4 to " + at("none", 64, "max_weight") +
+            " at d_k 64 without scaling",
+        "reaches the scores, is " + at("none", 64, "jacobian_norm") + " against " +
+            at(kDefaultMode, 64, "jacobian_norm"),
+        "(largest weight " + at("none", 64, "layer_max_weight") + "), its Jacobian " +
+            at("none", 64, "layer_jacobian_norm") + " against " +
+            at(kDefaultMode, 64, "layer_jacobian_norm") +
+            ", and the gradient reaching its scores " + at("none", 64, "grad_norm_scores") +
+            " against " + at(kDefaultMode, 64, "grad_norm_scores")})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
 }
 
 std::string first_line(const std::string& path) {

@@ -1,6 +1,8 @@
 // The study's sgd part (examples/study/sgd.cpp) and the optimizer a run
 // names: SGD's update by hand, the names refused, a tiny SGD run that learns,
-// C13's criteria on runs made by hand, and the files the part writes.
+// the runs of its two stages, the rate chosen on selection seeds only, C13's
+// criteria and the finding's title on runs made by hand, and the files the
+// part writes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -88,24 +90,57 @@ TEST(StudySgd, ATinyRunLearnsAndRecordsItsOptimizer) {
             "adamw");
 }
 
-TEST(StudySgd, ThePartsRunsAreSgdOverItsGrid) {
+TEST(StudySgd, ThePartsRunsChooseOnSelectionSeedsAndCompareOnOthers) {
   Settings settings;
   const SgdOptions o = sgd_options(settings);
-  EXPECT_EQ(o.seeds, 3);
-  const std::vector<RunSpec> runs = sgd_runs(settings, o);
-  EXPECT_EQ(runs.size(), o.d_ks.size() * o.modes.size() * o.lrs.size() * 3);
-  for (const RunSpec& r : runs) EXPECT_EQ(r.optimizer, "sgd");
+  EXPECT_EQ(o.seeds, 5);
+  EXPECT_EQ(o.selection_seeds, 2);
+  const std::vector<RunSpec> selection = sgd_selection_runs(settings, o);
+  EXPECT_EQ(selection.size(), o.d_ks.size() * o.modes.size() * o.lrs.size() * 2);
+  for (const RunSpec& r : selection) {
+    EXPECT_EQ(r.optimizer, "sgd");
+    EXPECT_EQ(r.clip, 1.0);
+    EXPECT_GE(r.key.seed, 100);  // never a comparison seed (0 to 4)
+  }
+  // Chosen: 0.1 for both arms at d_k 16, none 0.03 and inv_sqrt_dk 0.1 at
+  // 256. Per seed: each arm clipped at its chosen rate; at 256 also
+  // unclipped, and none at the common 0.1 (inv_sqrt_dk's chosen rate is it).
+  const std::vector<SgdBest> best = {{"none", 16, 0.1, 1, 2},
+                                     {kDefaultMode, 16, 0.1, 1, 2},
+                                     {"none", 256, 0.03, 1, 2},
+                                     {kDefaultMode, 256, 0.1, 1, 2},
+                                     {"inv_dk", 256, 0.3, 1, 2}};
+  const std::vector<RunSpec> comparison = sgd_comparison_runs(settings, o, best);
+  EXPECT_EQ(comparison.size(), 5u * (2 + 3 + 2));
+  int64_t unclipped = 0, common = 0;
+  for (const RunSpec& r : comparison) {
+    EXPECT_LT(r.key.seed, 5);
+    EXPECT_NE(r.key.mode, "inv_dk");  // not compared in the default run
+    unclipped += r.clip == 0;
+    EXPECT_TRUE(r.clip > 0 || r.key.d_k == 256) << r.key.d_k;
+    common += r.key.mode == "none" && r.key.d_k == 256 && r.task.lr == kSgdCommonLr;
+  }
+  EXPECT_EQ(unclipped, 10);
+  EXPECT_EQ(common, 5);
+  // The plan, before anything is chosen, counts the comparison at its most.
+  EXPECT_EQ(sgd_runs(settings, o).size(), selection.size() + 5u * (2 + 3 + 3));
   settings.full = true;
   EXPECT_EQ(sgd_options(settings).seeds, 10);
-  settings.seeds = 2, settings.steps = 7;
-  EXPECT_EQ(sgd_options(settings).seeds, 2);
+  EXPECT_EQ(sgd_options(settings).selection_seeds, 3);
+  EXPECT_EQ(sgd_options(settings).compared.size(), 3u);
+  settings.seeds = 1, settings.steps = 7;
+  EXPECT_EQ(sgd_options(settings).seeds, 1);
+  EXPECT_EQ(sgd_options(settings).selection_seeds, 1);
   EXPECT_EQ(sgd_options(settings).task.steps, 7);
+  settings.seeds = 150;  // the two sets still never meet
+  EXPECT_EQ(sgd_options(settings).selection_first_seed, 150);
 }
 
 // One run's summary as the claim reads it.
-FinalRow run(const std::string& mode, int64_t d_k, double lr, int64_t seed, double loss,
-             double ratio) {
-  FinalRow r;
+SgdRow run(const std::string& mode, int64_t d_k, double lr, int64_t seed, double loss, double ratio,
+           double clip = 1.0) {
+  SgdRow row;
+  FinalRow& r = row.final;
   r.run = {"reverse", mode, d_k, seed};
   r.optimizer = "sgd";
   r.lr = lr;
@@ -113,87 +148,166 @@ FinalRow run(const std::string& mode, int64_t d_k, double lr, int64_t seed, doub
   r.final_loss = loss;
   r.final_accuracy = 1 - loss / 2.5;
   r.grad_ratio_qv = ratio;
-  return r;
+  r.clipped_fraction = clip > 0 ? 0.5 : 0;
+  r.qk_grad_share = mode == "none" ? 0.5 : 0.25;
+  row.selection = seed >= 100;
+  row.clip = clip;
+  return row;
 }
 
-// none and inv_sqrt_dk at d_k 16 and 256, lr 0.1 and 0.3, three seeds.
-// inv_sqrt_dk: losses 0.10, 0.11, 0.12 at lr 0.1 (its best), 0.5 at 0.3.
-// none at 256: 1.0, 1.1, 1.2 at lr 0.1; at 0.3 one seed 0.2 and two 2.4
-// (mean 1.67), so its best is 0.1 though one seed did better at 0.3.
-// none at 16: inv_sqrt_dk's + `gap_16`.
-std::vector<FinalRow> sweep(double none_256_offset, double none_ratio, double gap_16) {
-  std::vector<FinalRow> out;
-  for (int64_t d_k : {16, 256})
+TEST(StudySgd, TheChosenRateIsTheSelectionSeedsBest) {
+  // On the selection seeds (100, 101) lr 0.1 is best; on the comparison
+  // seeds (0 to 2) 0.3 is far better. Choosing on every seed would take 0.3.
+  std::vector<SgdRow> rows;
+  for (int64_t seed : {100, 101}) {
+    rows.push_back(run("none", 256, 0.1, seed, 1.0, 0.5));
+    rows.push_back(run("none", 256, 0.3, seed, 1.2, 0.5));
+  }
+  for (int64_t seed : {0, 1, 2}) {
+    rows.push_back(run("none", 256, 0.1, seed, 2.0, 0.5));
+    rows.push_back(run("none", 256, 0.3, seed, 0.1, 0.5));
+  }
+  const std::vector<SgdBest> best = sgd_best(rows);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].best_lr, 0.1);
+  EXPECT_DOUBLE_EQ(best[0].best_loss, 1.0);
+  EXPECT_EQ(best[0].seeds, 2);
+}
+
+// none and inv_sqrt_dk at d_k 16 and 256. Selection seeds 100 and 101 over
+// lr 0.03 and 0.1: inv_sqrt_dk chooses 0.1 everywhere, none 0.03 at 256 and
+// 0.1 at 16. Comparison seeds 0 to 2 at the chosen rates, clipped, and at
+// 256 also unclipped and none at the common 0.1. inv_sqrt_dk's losses 0.10, 0.11, 0.12
+// (ratio 0.5); none at 256 at 0.03 adds `gap_256` (ratio `ratio_chosen`),
+// at 0.1 its ratio is `ratio_common`; at 16 none adds `gap_16` + 0.01 seed.
+std::vector<SgdRow> sweep(double gap_256, double ratio_chosen, double ratio_common, double gap_16) {
+  std::vector<SgdRow> out;
+  for (int64_t d_k : {16, 256}) {
+    const double none_lr = d_k == 256 ? 0.03 : 0.1;
+    for (int64_t seed : {100, 101}) {
+      out.push_back(run(kDefaultMode, d_k, 0.1, seed, 0.1, 0.5));
+      out.push_back(run(kDefaultMode, d_k, 0.03, seed, 0.5, 0.5));
+      out.push_back(run("none", d_k, none_lr, seed, 1.0, 0.5));
+      out.push_back(run("none", d_k, none_lr == 0.1 ? 0.03 : 0.1, seed, 2.0, 0.5));
+    }
     for (int64_t seed = 0; seed < 3; ++seed) {
       const double ref = 0.10 + 0.01 * static_cast<double>(seed);
-      out.push_back(run(kDefaultMode, d_k, 0.1, seed, ref, 0.5));
-      out.push_back(run(kDefaultMode, d_k, 0.3, seed, 0.5, 0.5));
-      if (d_k == 16) {
-        out.push_back(run("none", d_k, 0.1, seed, ref + gap_16, 0.5));
-        out.push_back(run("none", d_k, 0.3, seed, 2.0, 0.5));
-      } else {
-        out.push_back(run("none", d_k, 0.1, seed, ref + none_256_offset, none_ratio));
-        out.push_back(run("none", d_k, 0.3, seed, seed == 0 ? 0.2 : 2.4, 0.5));
+      for (double clip : {1.0, 0.0}) {
+        if (d_k == 16 && clip == 0) continue;
+        out.push_back(run(kDefaultMode, d_k, 0.1, seed, ref, 0.5, clip));
+        if (d_k == 256)
+          out.push_back(run("none", d_k, none_lr, seed, ref + gap_256, ratio_chosen, clip));
+        else
+          out.push_back(run("none", d_k, none_lr, seed,
+                            ref + gap_16 + 0.01 * static_cast<double>(seed), 0.5, clip));
       }
+      if (d_k == 256) out.push_back(run("none", d_k, 0.1, seed, 2.0, ratio_common));
     }
+  }
   return out;
 }
 
 TEST(StudySgd, C13FollowsItsCriteria) {
-  // Every criterion met: none 0.9 nats worse at 256 (interval 0.9 +- 0),
-  // its ratio 50 times smaller, the gap 0.05 at 16.
-  const std::vector<FinalRow> holds = sweep(0.9, 0.01, 0.05);
-  for (const SgdBest& b : sgd_best(holds)) {
-    EXPECT_EQ(b.best_lr, 0.1) << b.mode << " " << b.d_k;
-    EXPECT_EQ(b.runs.size(), 3u);
-  }
+  // Every criterion met: none's ratio 50 times smaller at both rates, 0.9
+  // nats worse at 256 (interval 0.9 +- 0), the gap at 16 0.05 to 0.07.
+  const std::vector<SgdRow> holds = sweep(0.9, 0.01, 0.01, 0.05);
+  const std::vector<SgdBest> best = sgd_best(holds);
+  ASSERT_EQ(best.size(), 4u);
+  for (const SgdBest& b : best)
+    EXPECT_EQ(b.best_lr, b.mode == "none" && b.d_k == 256 ? 0.03 : 0.1) << b.mode << " " << b.d_k;
   Verdict v = sgd_claim(holds);
   EXPECT_EQ(v.id, "C13");
   EXPECT_EQ(v.verdict, "holds") << v.reason;
+  // The premise is reported, from the runs' own numbers: clipped in 50% of
+  // steps, W_Q and W_K 50% of none's squared norm against 25%.
+  EXPECT_NE(v.reason.find("fired in 50% of none's steps"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("the larger share is none's"), std::string::npos) << v.reason;
+  // The ratio lower at the common rate only: (b) fails, the rest holds.
+  v = sgd_claim(sweep(0.9, 0.5, 0.01, 0.05));
+  EXPECT_EQ(v.verdict, "partly holds") << v.reason;
+  EXPECT_NE(v.reason.find("(a) at d_k 256 and the common lr 0.1, none's W_Q/W_V gradient ratio "
+                          "lower (95% interval of the log10 difference below 0): yes; (b) the "
+                          "same at each arm's chosen lr: no"),
+            std::string::npos)
+      << v.reason;
   // none as good as 1/sqrt(d_k) at 256, its ratio the same, the gap at 16
   // larger: nothing holds.
-  v = sgd_claim(sweep(0.0, 0.5, 0.2));
+  v = sgd_claim(sweep(0.0, 0.5, 0.5, 0.2));
   EXPECT_EQ(v.verdict, "does not hold") << v.reason;
-  // Worse by 0.04 nats only, within the margin: (b) fails, (a) and (c) pass.
-  v = sgd_claim(sweep(0.04, 0.01, 0.0));
+  // Worse by 0.04 nats only, within the margin: (c) fails; the gap at 16
+  // is -0.01 to 0.01, so (d) passes.
+  v = sgd_claim(sweep(0.04, 0.01, 0.01, -0.01));
   EXPECT_EQ(v.verdict, "partly holds") << v.reason;
   EXPECT_NE(v.reason.find("0.05 nats (whole 95% interval above it): no"), std::string::npos)
       << v.reason;
+  EXPECT_NE(v.reason.find("above 0): yes"), std::string::npos) << v.reason;
   // Without d_k 16 nothing can be judged.
-  std::vector<FinalRow> only_256 = holds;
-  std::erase_if(only_256, [](const FinalRow& r) { return r.run.d_k == 16; });
+  std::vector<SgdRow> only_256 = holds;
+  std::erase_if(only_256, [](const SgdRow& r) { return r.final.run.d_k == 16; });
   EXPECT_EQ(sgd_claim(only_256).verdict, "unclear");
-  // One seed: no interval, so no verdict, whatever the means say (the
-  // gap's means alone would have made it "partly holds").
-  std::vector<FinalRow> one_seed = holds;
-  std::erase_if(one_seed, [](const FinalRow& r) { return r.run.seed != 0; });
+  // One comparison seed: no interval, so no verdict, whatever the means say.
+  std::vector<SgdRow> one_seed = holds;
+  std::erase_if(one_seed, [](const SgdRow& r) { return !r.selection && r.final.run.seed != 0; });
   v = sgd_claim(one_seed);
   EXPECT_EQ(v.verdict, "unclear") << v.reason;
-  EXPECT_NE(v.measured.find("paired seeds per comparison: 1, 1, 1"), std::string::npos)
+  EXPECT_NE(v.measured.find("paired comparison seeds per criterion: 1, 1, 1, 1"), std::string::npos)
       << v.measured;
 }
 
-TEST(StudySgd, WritesItsTableCsvAndFigure) {
+TEST(StudySgd, ItsFindingIsTitledByTheIntervals) {
+  const SgdOptions o;
+  Section s = sgd_section(o, sweep(0.9, 0.01, 0.01, 0.05));
+  ASSERT_EQ(s.findings.size(), 1u);
+  // none's W_Q and W_K share 0.5 against 0.25 on every seed: decided.
+  EXPECT_EQ(s.findings[0].title,
+            "Under plain SGD unscaled attention learns worse at d_k 256, with the larger W_Q "
+            "and W_K gradients, not vanishing ones");
+  EXPECT_NE(s.findings[0].text.find("reached 60% token accuracy and 1/sqrt(d_k) 96%"),
+            std::string::npos)
+      << s.findings[0].text;
+  EXPECT_EQ(s.findings[0].text.find("["), std::string::npos) << s.findings[0].text;
+  EXPECT_NE(s.findings[0].detail.find("(n = 3)"), std::string::npos) << s.findings[0].detail;
+  EXPECT_EQ(s.findings[0].figure, "sgd_lr.svg");
+  // Within the margin, and the shares equal on every seed: neither is said.
+  std::vector<SgdRow> rows = sweep(0.04, 0.01, 0.01, 0.05);
+  for (SgdRow& r : rows) r.final.qk_grad_share = 0.3;
+  s = sgd_section(o, rows);
+  EXPECT_EQ(s.findings[0].title,
+            "Under plain SGD unscaled attention is not shown worse at d_k 256");
+}
+
+TEST(StudySgd, WritesItsTablesCsvAndFigure) {
   const fs::path dir =
       fs::temp_directory_path() / ("gradflow_study_sgd_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   SgdOptions o;
-  o.lrs = {0.1, 0.3};
+  o.lrs = {0.03, 0.1};
   o.modes = {"none", kDefaultMode};
+  o.seeds = 3;
   write_report(dir.string(), {.command = "scaling_study --test"},
-               {sgd_section(o, sweep(0.9, 0.01, 0.05))});
+               {sgd_section(o, sweep(0.9, 0.01, 0.01, 0.05))});
   std::ifstream csv(dir / "sgd_sweep.csv");
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(header.rfind("mode,optimizer,d_k,lr,seed,final_loss,", 0), 0u) << header;
+  EXPECT_EQ(header,
+            "mode,optimizer,d_k,lr,seed,final_loss,max_logit,diverged,task,initial_loss,"
+            "min_entropy,spikes,collapse_step,first_spike_step,seed_set,clip,accuracy,"
+            "grad_ratio_qv,clipped_fraction,qk_grad_share");
   std::string row;
-  std::getline(csv, row);
-  EXPECT_EQ(row.rfind(std::string(kDefaultMode) + ",sgd,16,0.1,0,", 0), 0u) << row;
+  std::getline(csv, row);  // sweep's first: inv_sqrt_dk at 16, lr 0.1, selection seed 100
+  EXPECT_EQ(row.rfind(std::string(kDefaultMode) + ",sgd,16,0.1,100,0.1,", 0), 0u) << row;
+  EXPECT_NE(row.find(",selection,1,0.96,0.5,0.5,0.25"), std::string::npos) << row;
+  bool unclipped_comparison = false;
+  while (std::getline(csv, row))
+    unclipped_comparison |= row.find(",comparison,0,") != std::string::npos;
+  EXPECT_TRUE(unclipped_comparison);
   EXPECT_TRUE(fs::is_regular_file(dir / "sgd_lr.svg"));
   std::ifstream in(dir / "report.md");
   const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(report.find("### C13"), std::string::npos);
-  EXPECT_NE(report.find("| 256 | none | **0.1** (best) |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 256 | none | **0.03** (chosen) |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 256 | none | 0.03 (chosen) | none |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 256 | none | 0.1 (common) | 1 |"), std::string::npos) << report;
   for (const auto& entry : fs::directory_iterator(dir))
     EXPECT_NE(std::find(study_files().begin(), study_files().end(), entry.path().filename()),
               study_files().end())

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include "examples/study/parts.h"
@@ -183,9 +185,21 @@ TEST(StudySummary, ADivergedRunDropsOnlyItsOwnPairs) {
   EXPECT_EQ(none->diverged, 1);
 }
 
+// ||dL/dS|| of 8 layer draws around `mean`, spread +- 0.35 x `spread`.
+std::vector<double> score_draws(double mean, double spread) {
+  std::vector<double> out;
+  for (double k : {-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5})
+    out.push_back(mean + 0.1 * k * spread);
+  return out;
+}
+
 // Part A rows where each constant mode's variance is exactly d_k s^2 (times
-// 1 + none_error for the unscaled one), with tight standard errors.
-std::vector<InitRow> ideal_rows(double none_error) {
+// 1 + none_error for the unscaled one), with tight standard errors; in the
+// initialised layer, unscaled attention at d_k 1024 sharp (max_weight 0.85)
+// and the others near uniform, and ||dL/dS|| over 8 draws: `none_scores`
+// for the unscaled one at d_k 1024 (by default clearly below the others' 2.8).
+std::vector<InitRow> ideal_rows(double none_error,
+                                const std::vector<double>& none_scores = score_draws(1.0, 0.1)) {
   std::vector<InitRow> rows;
   for (const std::string& mode : study_modes())
     for (int64_t d : {4, 1024}) {
@@ -209,7 +223,12 @@ std::vector<InitRow> ideal_rows(double none_error) {
                                     : peaked ? 0.06
                                              : 0.18,
                                     1e-4, 256);
-      r.grad_norm_scores = mean_and_se(peaked ? 1.0 : 2.8, 0.01, 8);
+      r.layer_draws = 8;
+      r.layer_entropy_norm = mean_and_se(peaked ? 0.1 : 0.987, 1e-3, 8);
+      r.layer_max_weight = mean_and_se(peaked ? 0.85 : 0.033, 1e-3, 8);
+      r.layer_jacobian_norm = mean_and_se(peaked ? 0.17 : 0.13, 1e-3, 8);
+      r.grad_norm_scores_draws = peaked ? none_scores : score_draws(2.8, 0.1);
+      r.grad_norm_scores = mean_and_se(r.grad_norm_scores_draws);
       r.grad_ratio_qv = mean_and_se(0.4, 0.01, 8);
       rows.push_back(r);
     }
@@ -245,6 +264,193 @@ TEST(StudyVerdicts, FollowTheNumbers) {
   EXPECT_EQ(init_claims(ideal_rows(0.055), {})[0].verdict, "does not hold");
   // 5.0% off with se 1e-4: neither shown equivalent nor wholly outside.
   EXPECT_EQ(init_claims(ideal_rows(0.05), {})[0].verdict, "unclear");
+}
+
+// C5's criterion on the gradient at the scores is judged draw by draw
+// (the same layers for every mode), never from the means alone.
+TEST(StudyVerdicts, C5ComparesTheScoresDrawByDraw) {
+  // Clearly smaller (the default rows): holds, as above.
+  const Verdict& smaller = verdict_of_id(init_claims(ideal_rows(0.01), {}), "C5", false);
+  EXPECT_NE(smaller.reason.find("interval below 0): yes"), std::string::npos) << smaller.reason;
+  // A mean below 1/sqrt(d_k)'s 2.8, the paired interval across 0: not smaller.
+  std::vector<Verdict> crossing = init_claims(ideal_rows(0.01, score_draws(2.79, 4.0)), {});
+  const Verdict& v = verdict_of_id(crossing, "C5", false);
+  EXPECT_EQ(v.verdict, "partly holds");
+  EXPECT_NE(v.reason.find("interval below 0): no"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("no detectable difference"), std::string::npos) << v.reason;
+}
+
+// A finding's numbers for the student: two significant figures, trailing
+// zeros kept (init.cpp's and depth.cpp's own rule).
+std::string two(double v) {
+  std::ostringstream out;
+  out << std::showpoint << std::setprecision(2) << v;
+  return out.str();
+}
+
+const Finding& only_finding(const Section& s) {
+  if (s.findings.size() != 1) throw std::runtime_error(s.part + ": not one finding");
+  return s.findings.front();
+}
+
+// The plain text has no intervals: no "+-", no brackets.
+void expect_plain(const Finding& f) {
+  EXPECT_EQ(f.text.find("+-"), std::string::npos) << f.text;
+  EXPECT_EQ(f.text.find('['), std::string::npos) << f.text;
+  EXPECT_FALSE(f.detail.empty());
+}
+
+// The init part's finding quotes its own rows, and words the comparison of
+// the gradient at the scores by its paired interval: larger, smaller, or
+// neither.
+TEST(StudyFindings, TheInitFindingQuotesItsRowsAndFollowsTheScoresInterval) {
+  const std::string saturates = "Before any training, the unscaled softmax saturates as d_k grows";
+  struct Case {
+    std::vector<double> none_scores;
+    std::string title_end, text_has;
+  };
+  for (const Case& c :
+       {Case{score_draws(5.0, 0.5),
+             "; an initialised layer's scores still get more gradient, not less",
+             ": larger, not smaller, since 1/sqrt(d_k)'s softmax there is close to uniform, and "
+             "a nearly uniform softmax over n keys passes each score a gradient of order 1/n."},
+        Case{score_draws(1.0, 0.1), "; an initialised layer's scores get less gradient",
+             ": the sharper softmax passes its scores less gradient."},
+        Case{score_draws(2.79, 4.0),
+             "; the gradient at an initialised layer's scores is not detectably smaller",
+             ", no detectable difference over 8 layers."}}) {
+    const std::vector<InitRow> rows = ideal_rows(0.01, c.none_scores);
+    const Finding f = only_finding(init_section(InitOptions{}, rows, {}));
+    EXPECT_EQ(f.title, saturates + c.title_end);
+    EXPECT_NE(f.text.find(c.text_has), std::string::npos) << f.text;
+    // Every number, recomputed from the rows it was built from.
+    const InitRow &first = *find_init(rows, "none", 4, 64),
+                  &none = *find_init(rows, "none", 1024, 64),
+                  &ref = *find_init(rows, kDefaultMode, 1024, 64);
+    for (const std::string& want :
+         {"grows from " + two(first.max_weight.mean) + " at d_k 4 to " + two(none.max_weight.mean) +
+              " at d_k 1024 without scaling, against " + two(ref.max_weight.mean) +
+              " with 1/sqrt(d_k) (uniform: " + two(1.0 / 64) + ")",
+          "the softmax Jacobian, through which every gradient reaches the scores, is " +
+              two(none.jacobian_norm.mean) + " against " + two(ref.jacobian_norm.mean) +
+              ": it shrinks",
+          "its unscaled softmax is saturated but not one-hot (largest weight " +
+              two(none.layer_max_weight.mean) + "), its Jacobian " +
+              two(none.layer_jacobian_norm.mean) + " against " + two(ref.layer_jacobian_norm.mean) +
+              ", and the gradient reaching its scores " +
+              two(stats::mean(none.grad_norm_scores_draws)) + " against " +
+              two(stats::mean(ref.grad_norm_scores_draws))})
+      EXPECT_NE(f.text.find(want), std::string::npos) << want << "\n" << f.text;
+    expect_plain(f);
+    const std::string paired = format_bounds(
+        paired_difference(none.grad_norm_scores_draws, ref.grad_norm_scores_draws), 2);
+    for (const std::string& want : {"||dL/dS|| " + format_estimate(none.grad_norm_scores) +
+                                        " against " + format_estimate(ref.grad_norm_scores) +
+                                        "; the difference paired by layer draw " + paired,
+                                    std::string("max_weight 0.85 +- 0.002 against 0.033 +- 0.002"),
+                                    std::string("8 layer draws")})
+      EXPECT_NE(f.detail.find(want), std::string::npos) << want << "\n" << f.detail;
+  }
+}
+
+// An 8-layer stack of (mode, placement) over 8 draws: whole blocks' token
+// cosine from `first` to first + `rise`, the rise since layer 1 paired by
+// draw with a spread across draws that grows with `spread`; attention alone
+// from `pure_first` to 1.
+void add_stack(std::vector<DepthRow>& rows, const std::string& mode, const std::string& placement,
+               double first, double rise, double spread, double pure_first) {
+  for (int64_t l = 0; l < 8; ++l) {
+    const double f = static_cast<double>(l) / 7;
+    DepthRow r;
+    r.mode = mode, r.norm_placement = placement, r.layers = 8, r.layer = l, r.draws = 8;
+    r.grad_norm_wq = r.grad_norm_wv = r.grad_norm_ff = mean_and_se(1.0, 0.01, 8);
+    r.token_cosine = mean_and_se(first + f * rise, 0.002, 8);
+    r.pure_attention_cosine = mean_and_se(pure_first + f * (1 - pure_first), 0.001, 8);
+    std::vector<double> d;
+    for (double k : {-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5})
+      d.push_back(f * (rise + 0.1 * k * spread));
+    r.token_cosine_rise = t_interval(d);
+    rows.push_back(r);
+  }
+}
+
+// 1/sqrt(d_k)'s stacks with these rises; 1/d_k and unscaled attention alone
+// for C15's last criterion (1/d_k's more alike after one layer).
+std::vector<DepthRow> depth_rows(double pre_rise, double post_rise, double spread) {
+  std::vector<DepthRow> rows;
+  add_stack(rows, kDefaultMode, "pre_ln", 0.023, pre_rise, spread, 0.78);
+  add_stack(rows, kDefaultMode, "post_ln", 0.027, post_rise, spread, 0.78);
+  add_stack(rows, "inv_dk", "pre_ln", 0.02, 0.01, 0.01, 0.996);
+  add_stack(rows, "none", "pre_ln", 0.02, 0.01, 0.01, 0.14);
+  return rows;
+}
+
+const DepthRow& depth_row(const std::vector<DepthRow>& rows, const std::string& placement,
+                          int64_t layer) {
+  for (const DepthRow& r : rows)
+    if (r.mode == kDefaultMode && r.norm_placement == placement && r.layer == layer) return r;
+  throw std::runtime_error("no depth row");
+}
+
+// C15's criterion "whole blocks still grow alike": the paired rise from
+// layer 1 to the last above 0 in both placements. Both outcomes, and the
+// finding's title and words with them.
+TEST(StudyVerdicts, C15AsksWhetherWholeBlocksStillGrowAlike) {
+  {
+    // Rising in both (0.058 and 0.13, paired half-widths about 0.004): holds.
+    const Section s = depth_section(DepthOptions{}, depth_rows(0.058, 0.13, 0.02));
+    const Verdict& v = verdict_of_id(s.claims, "C15", false);
+    EXPECT_EQ(v.verdict, "holds") << v.reason;
+    EXPECT_NE(v.reason.find("does not stop it): yes (pre-LN yes, post-LN yes)"), std::string::npos)
+        << v.reason;
+    EXPECT_EQ(only_finding(s).title,
+              "Attention alone collapses the tokens with depth; at initialisation the residual "
+              "path slows the collapse but does not stop it");
+  }
+  {
+    // pre-LN's rise 0.004 with a paired half-width of about 0.04: no
+    // detectable rise there, so the criterion fails and C15 partly holds.
+    const Section s = depth_section(DepthOptions{}, depth_rows(0.004, 0.13, 0.2));
+    const Verdict& v = verdict_of_id(s.claims, "C15", false);
+    EXPECT_EQ(v.verdict, "partly holds") << v.reason;
+    EXPECT_NE(v.reason.find("does not stop it): no (pre-LN no, post-LN yes)"), std::string::npos)
+        << v.reason;
+    const Finding& f = only_finding(s);
+    EXPECT_EQ(f.title,
+              "Attention alone collapses the tokens with depth; whole blocks stay far from it over "
+              "8 layers at initialisation");
+    EXPECT_NE(f.text.find("still grow alike in post-LN blocks, but not detectably in pre-LN"),
+              std::string::npos)
+        << f.text;
+  }
+  {
+    const Section s = depth_section(DepthOptions{}, depth_rows(0.004, 0.004, 0.2));
+    EXPECT_EQ(verdict_of_id(s.claims, "C15", false).verdict, "partly holds");
+    EXPECT_NE(only_finding(s).text.find("neither shows a detectable rise"), std::string::npos);
+  }
+}
+
+// The depth part's finding quotes its own rows: every number recomputed.
+TEST(StudyFindings, TheDepthFindingQuotesItsRows) {
+  const std::vector<DepthRow> rows = depth_rows(0.058, 0.13, 0.02);
+  const Finding f = only_finding(depth_section(DepthOptions{}, rows));
+  const DepthRow &pre0 = depth_row(rows, "pre_ln", 0), &pre7 = depth_row(rows, "pre_ln", 7),
+                 &post0 = depth_row(rows, "post_ln", 0), &post7 = depth_row(rows, "post_ln", 7);
+  const std::string want = "is " + two(pre0.pure_attention_cosine.mean) + " after one layer and " +
+                           two(pre7.pure_attention_cosine.mean) +
+                           " after 8 layers: every token alike. Through whole blocks, whose "
+                           "residual path carries each token around the attention, it goes from " +
+                           two(pre0.token_cosine.mean) + " to " + two(pre7.token_cosine.mean) +
+                           " over 8 pre-LN blocks and from " + two(post0.token_cosine.mean) +
+                           " to " + two(post7.token_cosine.mean) + " over 8 post-LN blocks.";
+  EXPECT_NE(f.text.find(want), std::string::npos) << want << "\n" << f.text;
+  EXPECT_NE(f.text.find("0.023 to 0.081"), std::string::npos) << f.text;  // by hand
+  expect_plain(f);
+  for (const std::string& want_detail :
+       {std::string("8 draws"),
+        "the rise between them (paired by draw) " + format_bounds(pre7.token_cosine_rise, 2),
+        "rise " + format_bounds(post7.token_cosine_rise, 2), std::string("C15 holds: ")})
+    EXPECT_NE(f.detail.find(want_detail), std::string::npos) << want_detail << "\n" << f.detail;
 }
 
 TEST(StudyVerdicts, C7WeighsThePairedComparisons) {
