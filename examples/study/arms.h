@@ -79,6 +79,10 @@ inline constexpr const char* kControl = "none_small_init";
 // Adam is 1/sqrt(d_k) in other coordinates (docs/study.md, "Scale versus
 // learning rate").
 inline constexpr const char* kReparam = "none_reparam";
+// Unscaled attention started as `none` (saturated) whose W_Q and W_K learn
+// at lr x d_k^(-1/4), as kReparam's: the fourth cell of the factorial
+// start x learning rate.
+inline constexpr const char* kSlowQk = "none_slow_qk";
 
 // The arms --full trains, in table order (study_modes), and those the
 // default run trains (default_modes).

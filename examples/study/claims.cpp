@@ -71,8 +71,8 @@ const std::vector<Claim>& claims() {
               "variance at that of the inputs' at every d_k.",
        .section = kTraining},
       {.id = "C8",
-       .statement = "Logit growth drives entropy collapse and vanishing Q/K gradients without QK "
-                    "normalisation",
+       .statement = "Without QK normalisation, larger logits go with entropy collapse and "
+                    "vanishing Q/K gradients",
        .why = "As q and k align in training, |q.k| grows; the softmax sharpens (entropy falls) "
               "and its Jacobian shrinks, which cuts the gradient to W_Q and W_K but not to W_V "
               "(Dehghani et al. 2023; Wortsman et al. 2023). Normalising q and k bounds the "
@@ -163,6 +163,25 @@ const std::vector<Claim>& claims() {
               "below gamma (1 - rho) = 1 the other n - 1 tokens outweigh it and it collapses "
               "onto their mean, above it keeps itself.",
        .section = kKeys},
+      {.id = "C20",
+       .statement = "Without a scale, the gradient that reaches the softmax's input is not smaller "
+                    "at initialisation at large d_k, and collapses during training",
+       .why = "A softmax that starts sharp but not one-hot still passes each score a gradient; "
+              "as training grows the unscaled logits (their std is already sqrt(d_k)/3 at the "
+              "start) the top weight tends to 1, the Jacobian diag(p) - p p^T to 0, and the "
+              "gradient at the scores S with it. dL/dW_Q = s X^T (dL/dS) K carries the factor "
+              "s once more, so this is measured at S, where the scale does not multiply it.",
+       .section = kTraining},
+      {.id = "C21",
+       .statement = "Without a scale, attention's entropy collapse in training follows the step "
+                    "W_Q and W_K take in logit space, not the saturated start",
+       .why = "Unscaled, a change of W_Q moves the logits sqrt(d_k) times further than under "
+              "1/sqrt(d_k), and Adam's step does not shrink with the gradient: the logits run "
+              "away and the softmax collapses onto one key (Zhai et al. 2023; Dehghani et al. "
+              "2023; Wortsman et al. 2023). The control and none_reparam start from the same "
+              "weights and differ only in W_Q and W_K's learning rate, so a difference between "
+              "them is that rate's.",
+       .section = kTraining},
   };
   return table;
 }

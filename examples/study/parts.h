@@ -6,6 +6,7 @@
 // take them as arguments and say so.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -238,13 +239,14 @@ plot::Figure key_layer_panel(const TrainResult& result, const std::string& task,
                              const std::string& title, const std::string& y,
                              double LayerRow::*field, const std::vector<std::string>& modes,
                              bool log_y = true);
-// train_update.cpp: the update beside the gradient for the layer where each
-// task looks its answer up, and none - 1/sqrt(d_k) split into none - control
-// and control - 1/sqrt(d_k); its table ("" without those arms) and figure.
+// train_update.cpp: the update beside the gradient (at W_Q and at the
+// scores) for the layer where each task looks its answer up, unscaled over
+// 1/sqrt(d_k); its table ("" without those arms) and figure.
 std::string update_table(const TrainResult& result);
 PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
 // What the part shows, for the report's first section: unscaled attention
-// against 1/sqrt(d_k) across d_k, the gradient against the update, and
+// against 1/sqrt(d_k) across d_k, the gradient at the softmax over training
+// (C20), entropy collapse (C21), the factorial, the gradient op by op, and
 // none_reparam against 1/sqrt(d_k).
 std::vector<Finding> train_findings(const TrainResult& result,
                                     const std::vector<SettingSummary>& summary);
@@ -252,6 +254,41 @@ std::vector<Finding> train_findings(const TrainResult& result,
 // the smallest and largest d_k, per task and arm, at initialisation and at
 // the end. REQUIRES: result.maps is not empty.
 PlotFile attention_maps_figure(const TrainResult& result);
+
+// mechanism.cpp: C20 (the gradient at the softmax's input, none against
+// 1/sqrt(d_k)) and C21 (entropy collapse, the control against none_reparam),
+// at each task's largest d_k, from the key layer's rows. paired_window: per
+// seed, the mean over steps from..to (to < 0: the last step both runs logged)
+// of a - c (log a - log c when log_scale), over the steps both logged; a
+// t-interval over seeds.
+inline constexpr double kCollapseFactor = 0.25;  // C20: "collapsed" is 4x below
+inline constexpr double kEntropyMargin = 0.1;    // C21: in entropy_norm
+Interval paired_window(const TrainResult& result, const std::string& task, int64_t d_k,
+                       const std::string& a, const std::string& c, double LayerRow::*field,
+                       int64_t from, int64_t to, bool log_scale);
+Verdict logit_gradient_claim(const TrainResult& result);
+Verdict entropy_collapse_claim(const TrainResult& result);
+// Their findings, titled by their verdicts.
+Finding logit_gradient_finding(const TrainResult& result, const Verdict& c20);
+Finding entropy_collapse_finding(const TrainResult& result, const Verdict& c21);
+
+// factorial.cpp: start (saturated, small) x W_Q and W_K's learning rate (at
+// lr, at lr x d_k^(-1/4)), the four unscaled arms, per (task, d_k): final
+// accuracy's main effects and interaction over seeds (a setting without all
+// four arms has no row), and its table.
+struct FactorialRow {
+  std::string task;
+  int64_t d_k = 0;
+  // none, none_slow_qk, the control, none_reparam
+  std::array<double, 4> accuracy{};  // mean final accuracy over seeds
+  std::array<int64_t, 4> runs{}, solved{};
+  Interval start{}, rate{},
+      interaction{};  // small - saturated; slow - at lr; (rate | small) - (rate | saturated)
+  Interval start_via_control{}, start_via_slow{};  // control - none; none_reparam - none_slow_qk
+};
+std::vector<FactorialRow> summarise_factorial(const TrainResult& result);
+std::string factorial_table(const std::vector<FactorialRow>& rows);
+Finding factorial_finding(const std::vector<FactorialRow>& rows);
 
 // gradient_flow.cpp: the key layer's backward graph of the anchor arms at the
 // largest d_k, at initialisation and at each run's last evaluation step

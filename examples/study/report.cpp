@@ -115,16 +115,19 @@ void findings_section(std::ostringstream& md, const std::vector<Section>& sectio
       if (s.part == part)
         for (const Finding& f : s.findings) all.push_back(&f);
   if (all.empty()) return;
-  md << "## What this run shows\n\n";
+  md << "## What this run shows\n\n"
+     << "Read this first. Each finding says in plain words what happened in this run, with the "
+        "few numbers that carry it, and names the figure to open; a title states a result only "
+        "when its test says so.\n\n";
   int n = 0;
   for (const Finding* f : all) {
     md << ++n << ". **" << f->title << ".** " << f->text;
     if (!f->figure.empty()) md << " See [" << f->figure << "](" << f->figure << ").";
     md << "\n";
   }
-  md << "\nThe numbers behind each finding, with their intervals and tests, come next; then "
-        "the identities and claims, each with its criteria, and the tables that hold every "
-        "number.\n\n";
+  md << "\nFor the reviewer, the numbers behind each finding, with their intervals and tests, "
+        "come next; then the identities and claims, each with its criteria, and the tables that "
+        "hold every number.\n\n";
   if (std::none_of(all.begin(), all.end(), [](const Finding* f) { return !f->detail.empty(); }))
     return;
   md << "## The numbers behind the findings\n\n";

@@ -55,14 +55,17 @@ double run_bytes(const study::RunSpec& spec) {
 
 // Refuses, before anything runs, a study that cannot fit: `threads` of its
 // largest run side by side, and the rows every run keeps for the report (an
-// evaluation row and one per attention layer, every eval_every steps).
+// evaluation row every eval_every steps, and one per attention layer at each
+// evaluation and probed step).
 void check_study_memory(const std::vector<study::RunSpec>& runs, int threads) {
   double run = 0, rows = 0;
   for (const study::RunSpec& spec : runs) {
     run = std::max(run, run_bytes(spec));
     const double layers = static_cast<double>(spec.task.model.layers) *
                           (study::run_shape(spec).encoder_decoder ? 3 : 1);
-    rows += static_cast<double>(spec.task.steps / spec.eval_every + 2) * (1 + layers);
+    const double probes =
+        static_cast<double>(spec.task.steps / spec.eval_every + 2 + spec.probe_densely_until / 2);
+    rows += static_cast<double>(spec.task.steps / spec.eval_every + 2) + probes * layers;
   }
   const double results = rows * 256;  // a row and its strings
   const double total = static_cast<double>(threads) * run + results;

@@ -47,6 +47,9 @@ std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o)
           spec.batch = o.batch, spec.eval_every = o.eval_every;
           spec.eval_examples = o.eval_examples;
           spec.seed = settings.seed;
+          // Entropy collapse and the gradient at the softmax move within the
+          // first tens of steps: probe the layers every 2 steps until 50.
+          spec.probe_densely_until = 50;
           spec.record_maps = seed == 0;  // attention_maps.svg shows the first seed
           // gradient_flow.svg: unscaled against the reference, where they differ most.
           spec.record_flow = seed == 0 && arm(mode).anchor &&
@@ -113,16 +116,20 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
 }
 
 // C8, within each mode without QK normalisation (a comparison across modes
-// would only say that some modes have larger logits than others): over the
-// mode's runs of the train and lr parts, larger logits go with lower entropy
-// and a smaller Q/V gradient ratio. Runs of one seed share data and initial
-// weights, so the intervals resample seeds, not runs. With QK normalisation
-// the largest logit stays below the unscaled mode's.
+// would only say that some modes have larger logits than others), and within
+// each setting (task, d_k, optimiser, lr): each figure minus its setting's
+// mean over the mode's runs, since pooling settings would correlate the
+// settings' means (Simpson's paradox). Over the mode's runs of the train and
+// lr parts, larger logits go with lower entropy and a smaller Q/V gradient
+// ratio. Runs of one seed share data and initial weights, so the intervals
+// resample seeds, not runs. With QK normalisation the largest logit stays
+// below the unscaled mode's.
 Verdict logit_growth(const std::vector<FinalRow>& runs) {
   Verdict v = verdict_for("C8");
   struct ModeRuns {
     std::vector<double> logit, entropy, ratio;
     std::vector<int64_t> seed;
+    std::vector<std::string> setting;
   };
   std::map<std::string, ModeRuns> by_mode;
   double normalised_max = 0;
@@ -142,7 +149,21 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     m.entropy.push_back(r.min_entropy);
     m.ratio.push_back(std::log(r.grad_ratio_qv));
     m.seed.push_back(r.run.seed);
+    m.setting.push_back(r.run.task + " " + std::to_string(r.run.d_k) + " " + r.optimizer + " " +
+                        significant(r.lr, 6));
   }
+  for (auto& [mode, m] : by_mode)
+    for (std::vector<double>* figure : {&m.logit, &m.entropy, &m.ratio}) {
+      std::map<std::string, std::pair<double, int>> sums;
+      for (size_t i = 0; i < figure->size(); ++i) {
+        auto& [total, n] = sums[m.setting[i]];
+        total += (*figure)[i], ++n;
+      }
+      for (size_t i = 0; i < figure->size(); ++i) {
+        const auto& [total, n] = sums[m.setting[i]];
+        (*figure)[i] -= total / n;
+      }
+    }
   int modes = 0, collapse = 0, vanish = 0;
   std::string figures;
   auto bounds = [](const BootstrapInterval& b) {
@@ -169,9 +190,9 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
   const double unscaled_max = largest["none"];
   const bool bounded = normalised_max > 0 && normalised_max < unscaled_max;
   v.measured =
-      "Spearman's rho within each mode, over its runs of the train and lr parts, of the "
-      "largest logit with the lowest entropy and with the final W_Q/W_V gradient ratio, 95% "
-      "intervals resampling seeds: " +
+      "Spearman's rho within each mode and setting (each figure minus its setting's mean), "
+      "over its runs of the train and lr parts, of the largest logit with the lowest entropy "
+      "and with the final W_Q/W_V gradient ratio, 95% intervals resampling seeds: " +
       figures + "; largest logit with QK normalisation " + significant(normalised_max) +
       " against " + significant(unscaled_max) + " unscaled";
   v.verdict = verdict_of(collapses + vanishes + bounded, 3);
@@ -294,8 +315,12 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   if (result.finals.empty()) return s;
   const std::vector<SettingSummary> summary = summarise_training(result.finals);
   s.claims = train_claims(summary, result.finals, lr_sweep);
+  if (!result.layers.empty())
+    for (const Verdict& v : {logit_gradient_claim(result), entropy_collapse_claim(result)})
+      if (v.verdict != "unclear" || v.measured != "-") s.claims.push_back(v);
   s.findings = train_findings(result, summary);
-  s.markdown = train_table(options, summary) + update_table(result);
+  s.markdown = train_table(options, summary) + factorial_table(summarise_factorial(result)) +
+               update_table(result);
   s.csvs = train_csvs(result);
   s.plots = train_figures(result, summary);
   s.plots.push_back(update_figure(result, options.modes));

@@ -4,6 +4,7 @@
 // holds the part's runs, claims and section.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "examples/study/parts.h"
 
@@ -206,17 +207,33 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
        "The ratio of the gradient norms at W_Q and W_V in the same layers against training "
        "step, log y: reverse, the mean over seeds with its 95% interval; recall, every seed's "
        "run. A falling ratio is the query's gradient vanishing relative to the value's."});
-  // The mechanism, a row per task and d_k: accuracy, the key layer's
-  // entropy and the gradient that reaches its logits, side by side.
+  // The mechanism (C20, C21), a row per task at its largest d_k: accuracy,
+  // the key layer's entropy and the gradient that reaches its logits, side
+  // by side. The first row of each task holds the arms of the story (none,
+  // 1/sqrt(d_k), the control, none_reparam), a second any other arm beside
+  // the anchors.
+  std::map<std::string, int64_t> largest;
+  for (const auto& [task, d_k] : settings) largest[task] = std::max(largest[task], d_k);
+  std::vector<std::vector<std::string>> story(2);
+  for (const std::string& mode : modes_of(b)) {
+    // The anchors, and the arms that change how W_Q and W_K start (the control, none_reparam).
+    const bool told = arm(mode).anchor || changes_qk_init(mode);
+    story[told ? 0 : 1].push_back(mode);
+  }
+  if (!story[1].empty())
+    for (const std::string& anchor : {std::string("none"), std::string(kDefaultMode)})
+      if (std::find(story[0].begin(), story[0].end(), anchor) != story[0].end())
+        story[1].insert(story[1].begin(), anchor);
+  if (story[1].size() <= 2) story.pop_back();
   std::vector<plot::Figure> mechanism;
   for (const auto& [task, d_k] : settings)
-    for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t g = 0; g < story.size() && d_k == largest[task]; ++g) {
       const std::string where =
-          task + ", d_k = " + std::to_string(d_k) + panel_suffix(g, groups.size());
+          task + ", d_k = " + std::to_string(d_k) + panel_suffix(g, story.size());
       plot::Figure accuracy = figure(where + ": held-out accuracy", "training step", false,
                                      "held-out accuracy (0 to 1)", false);
       accuracy.y.min = 0, accuracy.y.max = 1;
-      for (const std::string& mode : groups[g]) {
+      for (const std::string& mode : story[g]) {
         plot::Series s = mode_series(mode);
         if (two_valued(task)) curve_paths(s, b.curves, task, d_k, mode, &CurveRow::eval_accuracy);
         if (!two_valued(task))
@@ -226,21 +243,27 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
       mechanism.push_back(accuracy);
       plot::Figure entropy = key_layer_panel(b, task, d_k, key_layer(task) + " entropy",
                                              "attention entropy / log(keys) (0 to 1)",
-                                             &LayerRow::entropy_norm, groups[g], /*log_y=*/false);
+                                             &LayerRow::entropy_norm, story[g], /*log_y=*/false);
       entropy.y.min = 0, entropy.y.max = 1;
       mechanism.push_back(entropy);
       mechanism.push_back(key_layer_panel(b, task, d_k, key_layer(task) + " ||dL/dS||",
                                           "||dL/dS||_F at the softmax's input",
-                                          &LayerRow::grad_norm_logits, groups[g]));
+                                          &LayerRow::grad_norm_logits, story[g]));
     }
   out.push_back(
       {"entropy_and_logit_gradient.svg", plot::render_svg_grid(mechanism, 3, {.legend_once = true}),
-       "A row per task and d_k, against training step: held-out accuracy; the normalised "
+       "Why unscaled attention fails, a row per task at its largest d_k, against training "
+       "step: held-out accuracy; the normalised "
        "entropy of the attention of the layer where the task looks its answer up (1: uniform, "
        "0: one key); and the norm of the gradient that reaches that layer's scaled logits S, "
        "the softmax's input (log y; dL/dW_Q carries the scale's factor once more, this does "
        "not). reverse: the mean over seeds with its 95% interval; recall: every seed's run. "
-       "Evaluations every 10 steps: the first steps are not resolved."});
+       "The layer is probed every 2 steps until step 50, then at every evaluation (10 steps). "
+       "The first row of a task holds unscaled attention, 1/sqrt(d_k), the control (unscaled, "
+       "W_Q and W_K started small) and none_reparam (the control learning W_Q and W_K "
+       "d_k^(-1/4) slower): the control and none_reparam start alike, and only the control's "
+       "entropy collapses (C21); unscaled attention's gradient at the scores starts as large "
+       "as 1/sqrt(d_k)'s and collapses in training (C20)."});
   std::vector<plot::Figure> finals;
   std::vector<std::string> tasks;
   for (const auto& [task, d_k] : settings)

@@ -1,20 +1,19 @@
-// The train part's second look: what the optimiser made of the gradient.
+// The train part's second look: what the optimiser made of the gradient,
+// and what the part shows in words.
 //
 // Every run trains with AdamW, whose step divides each gradient by its own
 // running size: a small gradient at W_Q is not, by itself, a small update.
 // So beside each attention layer's gradient the runs log the update the step
 // applied (||delta W|| / ||W||) and how far it moved the logits
 // (training_run.cpp). Here, for the layer where each task looks its answer
-// up: the gradient and the update of unscaled attention against
-// 1/sqrt(d_k)'s, seed by seed, and the difference in accuracy split in two
-// (docs/study.md, "Scale versus learning rate"): `none` minus the control is
-// what the saturated start costs, the control minus 1/sqrt(d_k) what is left
-// once the start is the same, which under Adam is the learning rate of W_Q
-// and W_K.
+// up: the gradient (at W_Q and at the scores) and the update of unscaled
+// attention against 1/sqrt(d_k)'s, seed by seed; why the gap opens is
+// mechanism.cpp's and factorial.cpp's.
 //
 // And what that layer's attention looks like: attention_maps.svg, the
 // weights on one held-out example at initialisation and at the end, per arm,
-// each with the gradient and the update beside it.
+// each with the gradient and the update beside it. Then the part's findings
+// for the report's first section, in the order a student reads them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,26 +84,22 @@ std::string update_table(const TrainResult& b) {
   md << "### The gradient and the update\n\n"
      << "For the layer where each task looks its answer up (reverse: cross-attention; recall: "
         "the second layer), averaged over the last 10% of evaluations: unscaled attention's "
-        "gradient at W_Q and the update AdamW applied to W_Q (||delta W_Q|| / ||W_Q||), each as "
-        "`none` over 1/sqrt(d_k), seed by seed (geometric mean; how many seeds are lower). Then "
-        "the accuracy difference `none` - 1/sqrt(d_k) (points, paired by seed, 95% interval) "
-        "split in two: `none` - control, what starting saturated costs, and control - "
-        "1/sqrt(d_k), what is left once the start is the same (under Adam, the learning rate of "
-        "W_Q and W_K).\n\n"
-     << "| task | d_k | gradient at W_Q | update of W_Q | none - 1/sqrt(d_k) | none - control | "
-        "control - 1/sqrt(d_k) |\n|---|---|---|---|---|---|---|\n";
+        "figure over 1/sqrt(d_k)'s, seed by seed (geometric mean; how many seeds are lower). "
+        "The gradient at W_Q carries the scale's factor once more than the gradient at the "
+        "scores S; the update AdamW applied to W_Q (||delta W_Q|| / ||W_Q||) is near the "
+        "learning rate whatever the gradient, so what differs is how far it moved the logits "
+        "(mean |delta scaled logit| per step, on the step's batch).\n\n"
+     << "| task | d_k | gradient at W_Q | gradient at S | update of W_Q | logit change |\n"
+        "|---|---|---|---|---|---|\n";
   int rows = 0;
   for (const auto& [task, d_k] : settings) {
-    auto diff = [&](const std::string& a, const std::string& c) {
-      return interval_text(paired_between(b.finals, task, d_k, a, c, &FinalRow::final_accuracy), 1,
-                           100);
-    };
     const std::string grad = ratio_text(b, task, d_k, &LayerRow::grad_norm_wq);
     if (grad == "-") continue;  // `none` or 1/sqrt(d_k) did not train here
     ++rows;
     md << "| " << task << " | " << d_k << " | " << grad << " | "
-       << ratio_text(b, task, d_k, &LayerRow::update_wq) << " | " << diff("none", kDefaultMode)
-       << " | " << diff("none", kControl) << " | " << diff(kControl, kDefaultMode) << " |\n";
+       << ratio_text(b, task, d_k, &LayerRow::grad_norm_logits) << " | "
+       << ratio_text(b, task, d_k, &LayerRow::update_wq) << " | "
+       << ratio_text(b, task, d_k, &LayerRow::logit_change) << " |\n";
   }
   return rows > 0 ? md.str() + "\n" : "";
 }
@@ -315,11 +310,32 @@ std::string list(const std::vector<int64_t>& d_ks) {
   return out;
 }
 
+// The std of unscaled q.k at initialisation over the seeds' runs of
+// (task, d_k, mode), averaged over the layers (FinalRow::qk_std_init).
+double start_qk_std(const TrainResult& b, const std::string& task, int64_t d_k,
+                    const std::string& mode) {
+  double total = 0;
+  int n = 0;
+  for (const FinalRow& f : b.finals)
+    if (f.run.task == task && f.run.d_k == d_k && f.run.mode == mode && f.qk_std_init > 0)
+      total += f.qk_std_init, ++n;
+  return n > 0 ? total / n : kNaN;
+}
+
 // Unscaled attention against 1/sqrt(d_k) across d_k, on both tasks.
 Finding failure_finding(const TrainResult& b, const std::vector<SettingSummary>& summary) {
   const std::vector<int64_t> rev = d_ks_of(b, "reverse"), rec = d_ks_of(b, "recall");
   bool fails = false;
-  std::string text;
+  Finding f{.figure = "final_accuracy.svg"};
+  for (const auto& [task, d_ks] : {std::pair{std::string("reverse"), rev}, {"recall", rec}})
+    for (int64_t d_k : d_ks) {
+      const SettingSummary* n = find_setting(summary, task, d_k, "none");
+      if (!n || n->vs_default.empty()) continue;
+      if (d_k == d_ks.back()) fails = fails || n->verdict[0] == Comparison::Worse;
+      f.detail += std::string(f.detail.empty() ? "" : "; ") + task + " d_k " + std::to_string(d_k) +
+                  ", none - 1/sqrt(d_k) in " + compared_metrics(task)[0].name + ": " +
+                  comparison_text(*n, 0);
+    }
   if (!rev.empty()) {
     std::string none, ref;
     for (int64_t d_k : rev) {
@@ -328,106 +344,112 @@ Finding failure_finding(const TrainResult& b, const std::vector<SettingSummary>&
       if (!n || !r) continue;
       none += (none.empty() ? "" : ", ") + points(n->metric[0].mean);
       ref += (ref.empty() ? "" : ", ") + points(r->metric[0].mean);
-      if (d_k == rev.back()) fails = fails || n->verdict[0] == Comparison::Worse;
     }
-    text += "On `reverse`, final held-out accuracy at d_k " + list(rev) + " is " + none +
-            " without scaling against " + ref + " with 1/sqrt(d_k).";
+    f.text += "On `reverse`, unscaled attention ends at " + none + " held-out accuracy at d_k " +
+              list(rev) + ", against " + ref + " with 1/sqrt(d_k).";
   }
-  if (!rec.empty()) {
-    const SettingSummary* n = find_setting(summary, "recall", rec.back(), "none");
-    if (n) fails = fails || n->verdict[0] == Comparison::Worse;
-    text += std::string(text.empty() ? "" : " ") + "On `recall`, unscaled attention solves " +
-            solved_text(summary, "none", rec) + " runs at d_k " + list(rec) + ", 1/sqrt(d_k) " +
-            solved_text(summary, kDefaultMode, rec) + ".";
+  if (!rec.empty())
+    f.text += std::string(f.text.empty() ? "" : " ") + "On `recall` it solves " +
+              solved_text(summary, "none", rec) + " runs at d_k " + list(rec) + ", 1/sqrt(d_k) " +
+              solved_text(summary, kDefaultMode, rec) + ".";
+  const std::string task = rev.empty() ? "recall" : "reverse";
+  const std::vector<int64_t>& d_ks = rev.empty() ? rec : rev;
+  if (!d_ks.empty()) {
+    const int64_t d_k = d_ks.back();
+    const double sd = start_qk_std(b, task, d_k, "none");
+    if (std::isfinite(sd))
+      f.text +=
+          " Why: q.k is a sum of d_k products, so it grows with d_k. Before any training "
+          "the unscaled logits already have standard deviation " +
+          significant(sd, 2) + " at d_k " + std::to_string(d_k) +
+          " (about sqrt(d_k)/3 = " + significant(std::sqrt(static_cast<double>(d_k)) / 3, 2) +
+          ": this initialisation gives each component of q and k variance 1/3); divided "
+          "by sqrt(d_k) they would have " +
+          significant(sd / std::sqrt(static_cast<double>(d_k)), 2) +
+          ". So the unscaled softmax starts sharp (attention_maps.svg shows it).";
   }
-  text +=
-      " At initialisation its logits have standard deviation sqrt(d_k), so at large d_k "
-      "the softmax starts nearly one-hot (attention_maps.svg shows it).";
-  return {fails ? "Without scaling, attention fails at large d_k"
-                : "Without scaling, attention did not fail detectably in this run",
-          text, "final_accuracy.svg"};
+  f.title = fails ? "Without scaling, attention fails at large d_k"
+                  : "Without scaling, attention did not fail detectably in this run";
+  if (!f.detail.empty())
+    f.detail += " (paired by seed; a difference counts past its margin after Holm's correction)";
+  return f;
 }
 
-// The gradient at W_Q against the update AdamW made of it, and the
-// decomposition none - control - 1/sqrt(d_k), on reverse at its largest d_k.
-Finding update_finding(const TrainResult& b) {
-  const std::vector<int64_t> rev = d_ks_of(b, "reverse");
-  if (rev.empty()) return {};
-  const int64_t d_k = rev.back();
-  const SeedRatio grad = seed_ratio(b, "reverse", d_k, &LayerRow::grad_ratio_qv);
-  const SeedRatio update = seed_ratio(b, "reverse", d_k, &LayerRow::update_wq);
-  if (grad.n == 0) return {};
-  auto diff = [&](const std::string& a, const std::string& c) {
-    return paired_between(b.finals, "reverse", d_k, a, c, &FinalRow::final_accuracy);
-  };
-  const Interval total = diff("none", kDefaultMode), start = diff("none", kControl),
-                 rest = diff(kControl, kDefaultMode);
-  std::string text = "On `reverse` at d_k " + std::to_string(d_k) +
-                     ", over the last 10% of training, the gradient at W_Q relative to W_V's "
-                     "in the layer where the answer is looked up is " +
-                     significant(grad.ratio, 2) +
-                     "x as large without scaling as with 1/sqrt(d_k) "
-                     "(geometric mean over seeds; lower in " +
-                     std::to_string(grad.below) + " of " + std::to_string(grad.n) +
-                     "); the update AdamW applies to W_Q, relative to W_Q, is " +
-                     significant(update.ratio, 2) +
-                     "x. Adam divides each gradient by its own running size, so the update "
-                     "need not follow the gradient (gradient_and_update.svg draws both over "
-                     "training; C5 reads the smallest ratio over all layers).";
-  if (start.n > 0 && rest.n > 0)
-    text += " The accuracy gap `none` - 1/sqrt(d_k), " + interval_text(total, 1, 100) +
-            " points, splits into `none` - control (starting saturated) " +
-            interval_text(start, 1, 100) +
-            " and control - 1/sqrt(d_k) (what the scale does "
-            "to W_Q and W_K's step in logit space once the start is the same) " +
-            interval_text(rest, 1, 100) + ".";
-  // Titles by what the numbers say: the gradient collapsed (below half of
-  // 1/sqrt(d_k)'s) or not, and the update with it or not.
-  const char* title = !(grad.ratio < 0.5)
-                          ? "By the end of training, unscaled attention's W_Q gradient has not "
-                            "collapsed where the answer is looked up"
-                      : update.ratio > 2 * grad.ratio
-                          ? "A vanishing gradient at W_Q is not a vanishing update under AdamW"
-                          : "Under AdamW the update of W_Q shrank with its gradient in this run";
-  return {title, text, "gradient_and_update.svg"};
+// The clipped share of steps of a mode's runs at (task, d_k), over seeds.
+double clipped(const TrainResult& b, const std::string& task, int64_t d_k,
+               const std::string& mode) {
+  double total = 0;
+  int n = 0;
+  for (const FinalRow& f : b.finals)
+    if (f.run.task == task && f.run.d_k == d_k && f.run.mode == mode &&
+        std::isfinite(f.clipped_fraction))
+      total += f.clipped_fraction, ++n;
+  return n > 0 ? total / n : kNaN;
 }
 
 // none_reparam (the scale moved into the initialisation and the learning
-// rate) against 1/sqrt(d_k), and the control, which moves only the start.
+// rate) against 1/sqrt(d_k): an identity of Adam, checked, and what breaks
+// it (global-norm clipping sees W_Q and W_K's gradients d_k^(1/4) larger).
 Finding reparam_finding(const TrainResult& b, const std::vector<SettingSummary>& summary) {
   double largest = 0;
   std::string where;
-  bool worse = false;
+  bool differs = false;
   for (const auto& [task, d_k] : settings_of(b)) {
     const SettingSummary* s = find_setting(summary, task, d_k, kReparam);
     if (!s) continue;
-    for (const Comparison c : s->verdict) worse = worse || c != Comparison::NoDetectableDifference;
+    for (const Comparison c : s->verdict)
+      differs = differs || c != Comparison::NoDetectableDifference;
     if (task != "reverse") continue;
     const Interval d = s->vs_default[0];
     if (d.n > 0 && std::abs(d.mean) >= largest)
       largest = std::abs(d.mean), where = "d_k " + std::to_string(d_k);
   }
   if (where.empty()) return {};
-  const std::vector<int64_t> rec = d_ks_of(b, "recall");
-  std::string text =
-      "`none_reparam` is unscaled attention whose W_Q and W_K start d_k^(-1/4) times smaller "
-      "and learn d_k^(-1/4) times slower: under Adam that is 1/sqrt(d_k) in other coordinates. "
-      "Its final accuracy on `reverse` stays within " +
-      significant(100 * largest, 2) + " points of 1/sqrt(d_k)'s (largest at " + where +
-      ", paired by seed)";
+  const std::vector<int64_t> rec = d_ks_of(b, "recall"), rev = d_ks_of(b, "reverse");
+  Finding f{.figure = "accuracy_curves.svg"};
+  f.text =
+      "Under Adam, dividing the logits by sqrt(d_k) is the same as starting W_Q and W_K "
+      "d_k^(-1/4) times smaller and letting them learn d_k^(-1/4) times slower (the "
+      "abc-symmetry of Yang and Hu's Tensor Programs): Adam's step does not depend on the "
+      "gradient's size. `none_reparam` is unscaled attention built that way, and it learns as "
+      "1/sqrt(d_k) does: within " +
+      significant(100 * largest, 2) + " points on `reverse`";
   if (!rec.empty())
-    text += "; on `recall` it solves " + solved_text(summary, kReparam, rec) + " runs against " +
-            solved_text(summary, kDefaultMode, rec);
-  text += ". Gradient clipping and Adam's eps keep the two from being identical.";
-  const std::vector<int64_t> rev = d_ks_of(b, "reverse");
-  if (!rev.empty())
-    if (const SettingSummary* c = find_setting(summary, "reverse", rev.back(), kControl))
-      text += " The control, which shrinks only the start, ends " +
-              interval_text(c->vs_default[0], 1, 100) + " points from 1/sqrt(d_k) at d_k " +
-              std::to_string(rev.back()) + ": the start alone is not the scale.";
-  return {worse ? "none_reparam did not match 1/sqrt(d_k) everywhere in this run"
-                : "A scale is an initialisation and a learning rate",
-          text, "accuracy_curves.svg"};
+    f.text += ", " + solved_text(summary, kReparam, rec) + " runs solved on `recall` against " +
+              solved_text(summary, kDefaultMode, rec);
+  f.text += ".";
+  if (!rev.empty()) {
+    const double cr = clipped(b, "reverse", rev.back(), kReparam),
+                 cd = clipped(b, "reverse", rev.back(), kDefaultMode);
+    if (std::isfinite(cr) && std::isfinite(cd))
+      f.text +=
+          " It is not bit for bit the same run: gradient clipping sees its W_Q and W_K "
+          "gradients d_k^(1/4) times larger and clips " +
+          points(cr) + " of its steps against " + points(cd) + " (reverse, d_k " +
+          std::to_string(rev.back()) + ").";
+  }
+  f.detail = "none_reparam - 1/sqrt(d_k), paired by seed: ";
+  bool first = true;
+  for (const auto& [task, d_k] : settings_of(b))
+    if (const SettingSummary* s = find_setting(summary, task, d_k, kReparam)) {
+      f.detail += std::string(first ? "" : "; ") + task + " d_k " + std::to_string(d_k) + " " +
+                  compared_metrics(task)[0].name + " " + comparison_text(*s, 0);
+      if (task == "reverse") f.detail += ", loss AUC " + comparison_text(*s, 1);
+      first = false;
+    }
+  f.detail +=
+      "; share of steps clipped (global norm above 1), none_reparam against "
+      "1/sqrt(d_k), mean over seeds:";
+  for (const auto& [task, d_k] : settings_of(b))
+    f.detail +=
+        std::string(task == settings_of(b).front().first && d_k == settings_of(b).front().second
+                        ? " "
+                        : ", ") +
+        task + " d_k " + std::to_string(d_k) + " " + points(clipped(b, task, d_k, kReparam)) +
+        " vs " + points(clipped(b, task, d_k, kDefaultMode));
+  f.title = differs ? "none_reparam did not match 1/sqrt(d_k) everywhere in this run"
+                    : "A scale is an initialisation and a learning rate";
+  return f;
 }
 
 }  // namespace
@@ -435,7 +457,9 @@ Finding reparam_finding(const TrainResult& b, const std::vector<SettingSummary>&
 std::vector<Finding> train_findings(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<Finding> out;
-  for (Finding f : {failure_finding(b, summary), gradient_flow_finding(b), update_finding(b),
+  for (Finding f : {failure_finding(b, summary), logit_gradient_finding(b, logit_gradient_claim(b)),
+                    entropy_collapse_finding(b, entropy_collapse_claim(b)),
+                    factorial_finding(summarise_factorial(b)), gradient_flow_finding(b),
                     reparam_finding(b, summary)})
     if (!f.title.empty()) out.push_back(f);
   return out;

@@ -76,12 +76,15 @@ TEST(StudyArms, NoAdamWSettingOutsideItsPresets) {
 // other scale modes as arms of their own.
 TEST(StudyArms, TheTableSaysWhatEachArmIs) {
   EXPECT_EQ(default_modes(), (std::vector<std::string>{"none", "inv_sqrt_dk", "inv_dk", "qk_norm",
-                                                       kControl, kReparam}));
-  EXPECT_EQ(study_modes().size(), 10u);
+                                                       kControl, kReparam, kSlowQk}));
+  EXPECT_EQ(study_modes().size(), 11u);
   EXPECT_TRUE(is_reference(kDefaultMode));
   EXPECT_TRUE(changes_qk_init(kControl));
   EXPECT_FALSE(has_qk_lr_factor(kControl));
   EXPECT_TRUE(has_qk_lr_factor(kReparam));
+  // The factorial's fourth cell: the saturated start, the slower rate.
+  EXPECT_FALSE(changes_qk_init(kSlowQk));
+  EXPECT_DOUBLE_EQ(qk_lr_factor(kSlowQk, 256), 0.25);
   EXPECT_DOUBLE_EQ(qk_lr_factor(kReparam, 256), 0.25);
   EXPECT_TRUE(qk_normalised("qk_norm"));
   EXPECT_TRUE(qk_normalised("qk_l2norm"));

@@ -89,11 +89,13 @@ TEST(StudyFlow, TheAnchorArmsDrawTheKeyLayerAtEveryEvaluation) {
     EXPECT_NE(figure.svg.find(text), std::string::npos) << text;
   const Finding f = gradient_flow_finding(r);
   EXPECT_EQ(f.figure, "gradient_flow.svg");
-  EXPECT_NE(f.text.find("On `recall` (dec1.self)"), std::string::npos) << f.text;
+  EXPECT_NE(f.detail.find("recall (dec1.self)"), std::string::npos) << f.detail;
+  EXPECT_NE(f.text.find("softmax"), std::string::npos) << f.text;
 }
 
-// entropy_and_logit_gradient.svg: a row per task and d_k, accuracy, the key
-// layer's entropy and the gradient at its logits.
+// entropy_and_logit_gradient.svg: a row per task at its largest d_k and
+// group of arms (those of the story, then the others beside the anchors),
+// accuracy, the key layer's entropy and the gradient at its logits.
 TEST(StudyFlow, TheMechanismFigureHasARowPerSetting) {
   set_num_threads(1);
   const TrainResult r = run_train(with_threads(2), tiny());
@@ -102,7 +104,8 @@ TEST(StudyFlow, TheMechanismFigureHasARowPerSetting) {
     return p.name == "entropy_and_logit_gradient.svg";
   });
   ASSERT_NE(f, figures.end());
-  EXPECT_EQ(count(f->svg, ": held-out accuracy<"), 2u * 2);  // tasks x d_ks, one group of arms
+  EXPECT_EQ(count(f->svg, ">held-out accuracy (0 to 1)<"), 2u * 2);  // tasks x groups of arms
+  EXPECT_EQ(count(f->svg, "d_k = 4"), 0u);                           // the largest d_k only
   EXPECT_EQ(count(f->svg, ">dec1.self entropy<"), 2u);
   EXPECT_EQ(count(f->svg, ">dec0.cross ||dL/dS||<"), 2u);
   for (const LayerRow& l : r.layers) EXPECT_GT(l.grad_norm_logits, 0) << l.layer << " " << l.step;

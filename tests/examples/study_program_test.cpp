@@ -188,13 +188,13 @@ TEST_F(StudyProgramTest, TheEstimateFlagPrintsThePlanAndExits) {
   const std::string out = path("estimated");
   Result r = run(kScalingStudy, {"--estimate", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
-  // The default run's parts and their jobs: init's 10 arms x 5 d_k x 3 key
-  // counts, train's 2 tasks x 2 d_k x 6 arms x 5 seeds, sgd's 36 selection
+  // The default run's parts and their jobs: init's 11 arms x 5 d_k x 3 key
+  // counts, train's 2 tasks x 2 d_k x 7 arms x 5 seeds, sgd's 36 selection
   // runs (2 d_k x 3 arms x 3 rates x 2 seeds), 35 compared (2 arms x 5 seeds
   // at each d_k, clipped, and at d_k 256 unclipped) and 5 at the common rate
-  // 0.1, depth's 10 arms x 2 norm placements x 4 depths.
-  EXPECT_NE(r.out.find("plan: init 150 draw sets, train 120 runs, sgd 76 runs, depth 80 stacks "
-                       "(426 jobs)\n"),
+  // 0.1, depth's 11 arms x 2 norm placements x 4 depths.
+  EXPECT_NE(r.out.find("plan: init 165 draw sets, train 140 runs, sgd 76 runs, depth 88 stacks "
+                       "(469 jobs)\n"),
             std::string::npos)
       << r.out;
   const size_t estimate = r.out.find("\nestimate: about ");
@@ -208,7 +208,7 @@ TEST_F(StudyProgramTest, TheEstimateFlagPrintsThePlanAndExits) {
   EXPECT_FALSE(fs::exists(out));
   r = run(kScalingStudy, {"--estimate", "--threads", "1", "--parts", "depth", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("plan: depth 80 stacks (80 jobs)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan: depth 88 stacks (88 jobs)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" on 1 thread here ("), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out));
 }
@@ -221,11 +221,11 @@ TEST_F(StudyProgramTest, OneProgressLineCountsEveryJob) {
       run(kScalingStudy, {"--parts", "train,depth", "--tasks", "reverse", "--d-ks", "8", "--modes",
                           "inv_sqrt_dk,none", "--seeds", "2", "--steps", "10", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("plan: train 4 runs, depth 80 stacks (84 jobs)\n"), std::string::npos)
+  EXPECT_NE(r.out.find("plan: train 4 runs, depth 88 stacks (92 jobs)\n"), std::string::npos)
       << r.out;
   // Plain lines (stderr is a file), the last after the last job, then the total.
-  EXPECT_NE(r.err.find("job 84/84  work 100%  elapsed "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("\ndone: 84 of 84 jobs in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("job 92/92  work 100%  elapsed "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\ndone: 92 of 92 jobs in "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("/4 "), std::string::npos) << "a part's own bar: " << r.err;
   EXPECT_EQ(r.err.find("/80 "), std::string::npos) << "a part's own bar: " << r.err;
   size_t last = 0;  // the count never goes back

@@ -87,12 +87,17 @@ TEST(StudyFigures, ModePanelsAreReadableForEveryModeSet) {
           EXPECT_NE(mode_look(p[i]).color, mode_look(p[j]).color) << p[i] << " and " << p[j];
     }
   }
-  // The default run's six arms fit one panel: the train part's figures are
-  // not split; the init part's ten arms become the six and the rest.
-  EXPECT_EQ(mode_panels(default_modes()).size(), 1u);
+  // The default run's seven arms take two panels, the first six and then
+  // the seventh beside the anchors; the init part's eleven arms three.
+  const std::vector<std::string> defaults = default_modes();
+  const std::vector<std::string> first_six(defaults.begin(), defaults.begin() + 6);
+  ASSERT_EQ(mode_panels(default_modes()).size(), 2u);
+  EXPECT_EQ(mode_panels(default_modes())[0], first_six);
+  EXPECT_EQ(mode_panels(default_modes())[1],
+            (std::vector<std::string>{"none", kDefaultMode, kSlowQk}));
   const auto split = mode_panels(study_modes());
-  ASSERT_EQ(split.size(), 2u);
-  EXPECT_EQ(split[0], default_modes());
+  ASSERT_EQ(split.size(), 3u);
+  EXPECT_EQ(split[0], first_six);
   EXPECT_EQ(mode_series("inv_sqrt_dk").emphasis, true);
   EXPECT_EQ(mode_series("qk_l2norm").color, mode_look("qk_l2norm").color);
   EXPECT_TRUE(mode_series("qk_l2norm").dashed);
