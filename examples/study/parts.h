@@ -16,7 +16,7 @@
 
 namespace gradflow::study {
 
-// ---- init: attention at initialisation (init_qk.cpp, init.cpp) ----------------------
+// ---- init: attention at initialisation (init_qk.cpp, init_layer.cpp, init.cpp) ------
 struct InitOptions {
   std::vector<int64_t> d_ks = {4, 16, 64, 256, 1024};
   std::vector<int64_t> n_keys = {8, 64, 512};
@@ -65,12 +65,23 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
                                const std::vector<SettingSummary>& training);
 std::string qk_table(const InitOptions& options, const std::vector<InitRow>& init);
 std::vector<PlotFile> qk_figures(const std::vector<InitRow>& init);
-// init.cpp: an initialised layer, C5, its table and figure.
+// init_layer.cpp: an initialised layer, C5, its table and figure.
 void measure_layer(InitRow& row, const Settings& settings, const InitOptions& options);
 Verdict saturation_claim(const std::vector<InitRow>& init,
                          const std::vector<SettingSummary>& training);
 std::string layer_table(const InitOptions& options, const std::vector<InitRow>& init);
 PlotFile layer_figure(const std::vector<InitRow>& init);
+// C5's criteria, stated in advance (docs/study.md), which the part's finding
+// (init.cpp) reads too. Saturated on random q and k: entropy_norm below
+// kSaturatedEntropy and max_weight above kSaturatedMaxWeight, whole 95%
+// intervals; layer_saturated, the same in the initialised layer, over its
+// layer draws. scores_difference: ||dL/dS|| of a's initialised layers minus
+// b's, draw by draw (draw i is the same layer and input for every mode): a
+// t-interval, none without draws.
+inline constexpr double kSaturatedEntropy = 0.2, kSaturatedMaxWeight = 0.8;
+bool saturated_at_init(const InitRow& r);
+bool layer_saturated(const InitRow& r);
+Interval scores_difference(const InitRow& a, const InitRow& b);
 // Shared by the two: a generator for one (experiment, mode, d_k, n_keys,
 // draw), independent of the order in which threads reach it; the rows'
 // look-ups; the 95% t quantile for a mean over `draws`; the modes the rows
@@ -95,7 +106,7 @@ plot::Series slope_lines(const plot::Figure& f,
                          const std::vector<std::pair<std::string, double>>& slopes,
                          const std::string& label);
 
-// ---- train: small transformers trained per mode (train.cpp, summary.cpp) -------------------
+// ---- train: small transformers trained per mode (train.cpp, summary.cpp, seed_series.cpp) ---
 struct TrainOptions {
   std::vector<int64_t> d_ks = {16, 256};  // --full: 16, 64, 256
   std::vector<TaskSetup> tasks = {reverse_setup(), recall_setup()};
@@ -171,6 +182,9 @@ struct SettingSummary {
 std::vector<SettingSummary> summarise_training(const std::vector<FinalRow>& finals);
 const SettingSummary* find_setting(const std::vector<SettingSummary>& summaries,
                                    const std::string& task, int64_t d_k, const std::string& mode);
+// Every (task, d_k) summary of `mode`, in order.
+std::vector<const SettingSummary*> settings_for(const std::vector<SettingSummary>& summaries,
+                                                const std::string& mode);
 // Holm's level: a comparison is a verdict when its Holm-adjusted p is below it.
 inline constexpr double kFamilyLevel = 0.05;
 // The mean and 95% t-interval of the finite values; n = 0 (and NaN) when none.
@@ -182,33 +196,9 @@ std::string interval_text(const Interval& i, int digits, double scale = 1);
 std::string comparison_text(const SettingSummary& s, size_t m);
 // A lower-is-better comparison in a table: "**lower**", "**higher**", "no det.".
 const char* lower_higher(Comparison c);
-// A learning curve of (task, d_k, mode) over seeds, or of one layer of it:
-// at each step the mean and 95% t-interval of the seeds with a finite value
-// there, drawn as a band (an accuracy's cut at 0 and 1, which none passes).
-void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
-                int64_t d_k, const std::string& mode, double CurveRow::*field, bool accuracy);
-void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
-                int64_t d_k, const std::string& mode, const std::string& layer,
-                double LayerRow::*field);
-// Every (task, d_k) summary of `mode`, in order.
-std::vector<const SettingSummary*> settings_for(const std::vector<SettingSummary>& summaries,
-                                                const std::string& mode);
-// The same curves seed by seed, every seed's path in the one series (a NaN
-// between paths): for recall, whose runs either solve it or do not, a mean
-// over seeds would draw a path no run followed.
-void curve_paths(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
-                 int64_t d_k, const std::string& mode, double CurveRow::*field);
-void layer_paths(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
-                 int64_t d_k, const std::string& mode, const std::string& layer,
-                 double LayerRow::*field);
-// Whether a task's outcome is two-valued (solved or not): plotted seed by seed.
-inline bool two_valued(const std::string& task) { return task == "recall"; }
 // mode a - mode b on (task, d_k), paired by seed over the seeds both have finite.
 Interval paired_between(const std::vector<FinalRow>& finals, const std::string& task, int64_t d_k,
                         const std::string& a, const std::string& b, double FinalRow::*field);
-// `s` (say a mode_series) with the mean over seeds and its 95% t-interval as
-// error bars, one point per x, and markers.
-plot::Series mean_series(plot::Series s, const std::map<double, std::vector<double>>& at);
 
 // A mode's paired comparisons with 1/sqrt(d_k) over every trained setting:
 // the settings where some metric is detectably worse, or better.
@@ -220,7 +210,31 @@ TrainingCount count_training(const std::vector<SettingSummary>& training, const 
 std::string describe_training(const TrainingCount& count, int64_t seeds);
 int64_t seeds_of(const std::vector<SettingSummary>& training);
 
-// C7, and C8, which also reads the lr part's runs (empty when it did not run).
+// seed_series.cpp: the same runs drawn over seeds, for figures. A learning
+// curve of (task, d_k, mode) over seeds, or of one layer of it:
+// at each step the mean and 95% t-interval of the seeds with a finite value
+// there, drawn as a band (an accuracy's cut at 0 and 1, which none passes).
+void curve_band(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                int64_t d_k, const std::string& mode, double CurveRow::*field, bool accuracy);
+void layer_band(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                int64_t d_k, const std::string& mode, const std::string& layer,
+                double LayerRow::*field);
+// The same curves seed by seed, every seed's path in the one series (a NaN
+// between paths): for recall, whose runs either solve it or do not, a mean
+// over seeds would draw a path no run followed.
+void curve_paths(plot::Series& s, const std::vector<CurveRow>& curves, const std::string& task,
+                 int64_t d_k, const std::string& mode, double CurveRow::*field);
+void layer_paths(plot::Series& s, const std::vector<LayerRow>& layers, const std::string& task,
+                 int64_t d_k, const std::string& mode, const std::string& layer,
+                 double LayerRow::*field);
+// Whether a task's outcome is two-valued (solved or not): plotted seed by seed.
+inline bool two_valued(const std::string& task) { return task == "recall"; }
+// `s` (say a mode_series) with the mean over seeds and its 95% t-interval as
+// error bars, one point per x, and markers.
+plot::Series mean_series(plot::Series s, const std::map<double, std::vector<double>>& at);
+
+// train.cpp: C7, and C8, which also reads the lr part's runs (empty when it
+// did not run).
 std::vector<Verdict> train_claims(const std::vector<SettingSummary>& summary,
                                   const std::vector<FinalRow>& finals,
                                   const std::vector<FinalRow>& lr_sweep);
@@ -244,15 +258,15 @@ plot::Figure key_layer_panel(const TrainResult& result, const std::string& task,
 // 1/sqrt(d_k); its table ("" without those arms) and figure.
 std::string update_table(const TrainResult& result);
 PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
-// What the part shows, for the report's first section: unscaled attention
-// against 1/sqrt(d_k) across d_k, the gradient at the softmax over training
-// (C20), entropy collapse (C21), the factorial, the gradient op by op, and
-// none_reparam against 1/sqrt(d_k).
+// train_findings.cpp: what the part shows, for the report's first section:
+// unscaled attention against 1/sqrt(d_k) across d_k, the gradient at the
+// softmax over training (C20), entropy collapse (C21), the factorial, the
+// gradient op by op, and none_reparam against 1/sqrt(d_k).
 std::vector<Finding> train_findings(const TrainResult& result,
                                     const std::vector<SettingSummary>& summary);
-// Also the figure of the attention maps (AttentionMap) of the first seed at
-// the smallest and largest d_k, per task and arm, at initialisation and at
-// the end. REQUIRES: result.maps is not empty.
+// attention_maps.cpp: the figure of the attention maps (AttentionMap) of
+// the first seed at the smallest and largest d_k, per task and arm, at
+// initialisation and at the end. REQUIRES: result.maps is not empty.
 PlotFile attention_maps_figure(const TrainResult& result);
 
 // mechanism.cpp: C20 (the gradient at the softmax's input, none against
@@ -307,7 +321,8 @@ Finding gradient_flow_finding(const TrainResult& result);
 FlowNorms flow_norms(const TrainResult& result, const std::string& task, const std::string& mode,
                      int64_t step);
 
-// ---- depth: gradient flow across depth at initialisation (depth.cpp) ----------------------
+// ---- depth: gradient flow across depth at initialisation ---------------------------------
+// (depth.cpp: the runs; depth_claims.cpp: C14, C15; depth_report.cpp: the section; depth.h)
 struct DepthOptions {
   std::vector<int64_t> depths = {1, 2, 4, 8};
   int64_t d_model = 64, heads = 1, d_ff = 256, seq = 32, batch = 8, vocab = 32;
@@ -373,7 +388,7 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep);
 std::vector<Verdict> lr_claims(const std::vector<FinalRow>& sweep);
 Section lr_section(const LrOptions& options, const std::vector<FinalRow>& sweep);
 
-// ---- sgd: the scale under plain SGD (sgd.cpp) -------------------------------------------------
+// ---- sgd: the scale under plain SGD (sgd.cpp, sgd_claim.cpp, sgd_report.cpp; sgd.h) ----------
 // Under SGD a step is as large as its gradient (up to clipping), so a
 // vanishing W_Q gradient would be a vanishing step, which AdamW's normalised
 // step hides. reverse_setup() with the part's own number of steps, 150

@@ -4,15 +4,19 @@
 // verdicts, its tables and its figures (part_table.h is their table; parts.h
 // and length.h declare each part's options, rows, run and section):
 //
-//   init         init_qk.cpp, init.cpp  attention at initialisation
+//   init         init_qk.cpp, init.cpp, init_layer.cpp  attention at initialisation
 //   train        train.cpp              small transformers trained per mode;
-//                                       summary.cpp: runs over seeds;
-//                                       train_update.cpp: the update beside
-//                                       the gradient, the attention maps and
-//                                       the findings; train_figures.cpp: its
-//                                       CSV files and figures
-//   sgd          sgd.cpp                three modes trained under plain SGD
-//   depth        depth.cpp              gradient flow across depth at init
+//                                       summary.cpp, seed_series.cpp: runs over
+//                                       seeds; mechanism.cpp: the gradient at the
+//                                       softmax, entropy collapse (C20, C21);
+//                                       factorial.cpp: start x learning rate;
+//                                       train_update.cpp: the update beside the
+//                                       gradient; attention_maps.cpp,
+//                                       gradient_flow.cpp: its pictures;
+//                                       train_findings.cpp: the findings;
+//                                       train_figures.cpp: CSV files and figures
+//   sgd          sgd*.cpp, sgd.h        three modes trained under plain SGD
+//   depth        depth*.cpp, depth.h    gradient flow across depth at init
 //   lr           lr.cpp                 (--full) learning-rate sensitivity
 //   width        width.cpp              (--full) width and muP
 //   depth-train  depth_train.cpp        (--full) depth in training

@@ -8,9 +8,10 @@
 // part's CSV files and figures are train_figures.cpp's.
 //
 // Claims judged here: C7 (the scale matters, 1/sqrt(d_k) is balanced) and
-// C8 (logit growth, entropy collapse and the Q/K gradient), which also reads
-// the lr part's runs when it ran. C3 to C5's training criteria read this
-// part's summaries from init.cpp and init_qk.cpp.
+// C8 (larger logits, entropy collapse and the Q/K gradient), which also reads
+// the lr part's runs when it ran; C20 and C21 in mechanism.cpp. C3 to C5's
+// training criteria read this part's summaries from init_qk.cpp and
+// init_layer.cpp.
 #include <algorithm>
 #include <cmath>
 #include <map>
