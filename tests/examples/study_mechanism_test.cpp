@@ -9,6 +9,8 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "examples/study/parts.h"
 #include "tensor/parallel.h"
@@ -212,6 +214,57 @@ TEST(StudyFindings, TheirNumbersComeFromTheRunsFiles) {
               std::string::npos)
         << task << " " << ratio << ": " << c20.detail;
   }
+
+  // C21's finding: the control's and none_reparam's key-layer entropy over
+  // steps 10 to 50 (each seed's mean, then over seeds), and how much further
+  // the control's logits move per step over steps 0 to 50 (the geometric
+  // mean over seeds of each seed's mean log ratio, over the steps both logged).
+  auto key_rows = [&](const std::string& task, const std::string& mode) {
+    std::map<std::string, std::map<int64_t, std::pair<double, double>>> out;  // seed -> step
+    for (size_t i = 0; i < layers.at("mode").size(); ++i)
+      if (layers.at("task")[i] == task && layers.at("mode")[i] == mode &&
+          layers.at("layer")[i] == key_layer(task))
+        out[layers.at("seed")[i]][std::stoll(layers.at("step")[i])] = {
+            std::stod(layers.at("entropy_norm")[i]), std::stod(layers.at("logit_change")[i])};
+    return out;
+  };
+  const Finding& c21 = finding("entropy_and_logit_gradient.svg", "none_reparam");
+  std::vector<std::string> control_entropy, reparam_entropy, further;
+  for (const char* task : {"reverse", "recall"}) {
+    const auto control = key_rows(task, kControl), reparam = key_rows(task, kReparam);
+    auto early_entropy = [](const auto& rows) {
+      double total = 0;
+      for (const auto& [seed, steps] : rows) {
+        double sum = 0;
+        int n = 0;
+        for (const auto& [step, v] : steps)
+          if (step >= 10 && step <= 50) sum += v.first, ++n;
+        total += sum / n;
+      }
+      return total / static_cast<double>(rows.size());
+    };
+    double log_ratio = 0;
+    for (const auto& [seed, steps] : control) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& [step, v] : steps)
+        if (step <= 50 && reparam.at(seed).count(step))
+          sum += std::log(v.second / reparam.at(seed).at(step).second), ++n;
+      log_ratio += sum / n / static_cast<double>(control.size());
+    }
+    control_entropy.push_back(significant(early_entropy(control), 2));
+    reparam_entropy.push_back(significant(early_entropy(reparam), 2));
+    further.push_back(significant(std::exp(log_ratio), 2));
+  }
+  EXPECT_NE(c21.text.find("each step moves the control's logits " + further[0] + " and " +
+                          further[1] + " times as far"),
+            std::string::npos)
+      << c21.text;
+  EXPECT_NE(c21.text.find("its attention's entropy is " + control_entropy[0] + " and " +
+                          control_entropy[1] + " against " + reparam_entropy[0] + " and " +
+                          reparam_entropy[1]),
+            std::string::npos)
+      << c21.text;
 
   // The factorial's start effect on reverse: per seed from the four arms.
   std::map<std::string, std::map<std::string, double>> acc;  // seed -> mode -> accuracy

@@ -1,4 +1,4 @@
-// The study's sgd part (examples/study/sgd.cpp) and the optimizer a run
+// The study's sgd part (examples/study/sgd*.cpp) and the optimizer a run
 // names: SGD's update by hand, the names refused, a tiny SGD run that learns,
 // the runs of its two stages, the rate chosen on selection seeds only, C13's
 // criteria and the finding's title on runs made by hand, and the files the
