@@ -275,7 +275,8 @@ TEST(StudyVerdicts, FollowTheNumbers) {
 // (the same layers for every mode), never from the means alone.
 TEST(StudyVerdicts, C5ComparesTheScoresDrawByDraw) {
   // Clearly smaller (the default rows): holds, as above.
-  const Verdict& smaller = verdict_of_id(init_claims(ideal_rows(0.01), {}), "C5", false);
+  const std::vector<Verdict> ideal = init_claims(ideal_rows(0.01), {});
+  const Verdict& smaller = verdict_of_id(ideal, "C5", false);
   EXPECT_NE(smaller.reason.find("interval below 0): yes"), std::string::npos) << smaller.reason;
   // A mean below 1/sqrt(d_k)'s 2.8, the paired interval across 0: not smaller.
   std::vector<Verdict> crossing = init_claims(ideal_rows(0.01, score_draws(2.79, 4.0)), {});
