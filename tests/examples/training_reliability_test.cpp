@@ -4,14 +4,18 @@
 // interrupted run, paths that can be copied, raising --steps on resume and
 // the threads a resume keeps. docs/reliability.md names each guarantee.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "examples/study/study.h"
 #include "examples/toolkit/cli/args.h"
 #include "examples/toolkit/cli/progress.h"
 #include "examples/toolkit/training/address_space.h"
@@ -204,6 +208,45 @@ TEST_F(TrainingReliabilityTest, AThreadThatCannotStartIsNamed) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("--threads 3: cannot start a worker thread: "), std::string::npos) << r.err;
+}
+
+// #35 item 5: the study's job runner, when the system starts no thread for
+// it, aborted ("terminate called without an active exception"): its vector
+// of threads was destroyed holding a joinable one. In a child process whose
+// address space leaves no room for a thread's stack, every job must still
+// run, on the threads that started or on the caller's, and the child end
+// normally.
+TEST(StudyJobRunner, JobsRunWhenNoThreadCanStart) {
+  SKIP_UNDER_ASAN();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const uint64_t in_use = training::address_space_in_use();
+    const rlimit limit{in_use + (uint64_t{2} << 20), in_use + (uint64_t{2} << 20)};
+    if (in_use == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    // Threads that wait until the end take the stacks the C library keeps
+    // from the parent's finished threads, until no new stack can be mapped.
+    std::mutex hold;
+    hold.lock();
+    std::vector<std::thread> holders;
+    bool refused = false;
+    try {
+      while (holders.size() < 1000) holders.emplace_back([&hold] { std::lock_guard g(hold); });
+    } catch (const std::system_error&) {
+      refused = true;
+    }
+    std::atomic<int> done{0};
+    if (refused)
+      study::run_jobs(
+          "test", 6, 3, [&](size_t) { ++done; }, nullptr);
+    hold.unlock();
+    for (std::thread& t : holders) t.join();
+    ::_exit(!refused ? 4 : done == 6 ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: no limit set; 4: threads kept starting; 5: jobs lost";
 }
 
 // #36 item 4a: resuming a run still before its first save advised starting
