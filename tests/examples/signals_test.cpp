@@ -122,11 +122,18 @@ TEST_F(SignalsTest, TheStudyStopsPromptlyAndWritesNothing) {
   EXPECT_EQ(r.code, 143) << r.err;
   EXPECT_EQ(r.killed_by, 0);
   EXPECT_LT(seconds, 10);
-  EXPECT_NE(r.err.find("scaling_study: interrupted by SIGTERM in train (0 of 4 done); nothing "
-                       "written to " +
-                       out + "\n"),
-            std::string::npos)
-      << r.err;
+  // In its runs, or, on a slow machine (a sanitizer build under load), still
+  // in the half-second calibration before them: either way a prompt stop.
+  const bool in_runs = r.err.find(
+                           "scaling_study: interrupted by SIGTERM in train (0 of 4 done); "
+                           "nothing written to " +
+                           out + "\n") != std::string::npos;
+  const bool in_calibration =
+      r.err.find(
+          "scaling_study: interrupted by SIGTERM in the calibration (0 of 1 done); nothing "
+          "written to " +
+          out + "\n") != std::string::npos;
+  EXPECT_TRUE(in_runs || in_calibration) << r.err;
   EXPECT_FALSE(fs::exists(out + "/report.md"));
   EXPECT_FALSE(fs::exists(out + "/final_metrics.csv"));
 }
