@@ -138,6 +138,19 @@ double mean_over(const TrainResult& b, const std::string& task, int64_t d_k,
   return seeds > 0 ? total / seeds : kNaN;
 }
 
+// The verdict from its criteria: unclear when nothing was compared (`none`
+// says why) or a comparison has no interval.
+Verdict concluded(Verdict v, int passed, int parts, bool missing, const std::string& none) {
+  if (parts == 0 || missing) {
+    v.verdict = "unclear";
+    if (parts == 0) v.measured = "-";
+    v.reason = parts == 0 ? none : "a comparison has no interval (fewer than 2 seeds): " + v.reason;
+    return v;
+  }
+  v.verdict = verdict_of(passed, parts);
+  return v;
+}
+
 std::string times(const Interval& log_ratio) {
   return log_ratio.n == 0 ? std::string("-") : significant(std::exp(log_ratio.mean), 2);
 }
@@ -173,15 +186,7 @@ Verdict logit_gradient_claim(const TrainResult& b) {
                 "): " + yes_no(not_at_start) + ", collapsed from step " +
                 std::to_string(kLate.from) + " on (whole interval below it): " + yes_no(collapses);
   }
-  if (parts == 0 || missing) {
-    v.verdict = "unclear";
-    if (parts == 0) v.measured = "-";
-    v.reason = parts == 0 ? "none and 1/sqrt(d_k) were not both trained"
-                          : "a comparison has no interval (fewer than 2 seeds): " + v.reason;
-    return v;
-  }
-  v.verdict = verdict_of(passed, parts);
-  return v;
+  return concluded(v, passed, parts, missing, "none and 1/sqrt(d_k) were not both trained");
 }
 
 // C21: the control against kReparam, which differ only in W_Q and W_K's
@@ -221,15 +226,7 @@ Verdict entropy_collapse_claim(const TrainResult& b) {
         window_text(kEarly) + " (whole interval): " + yes_no(falls) + " and " + window_text(kLate) +
         ": " + yes_no(stays);
   }
-  if (parts == 0 || missing) {
-    v.verdict = "unclear";
-    if (parts == 0) v.measured = "-";
-    v.reason = parts == 0 ? "the control and none_reparam were not both trained"
-                          : "a comparison has no interval (fewer than 2 seeds): " + v.reason;
-    return v;
-  }
-  v.verdict = verdict_of(passed, parts);
-  return v;
+  return concluded(v, passed, parts, missing, "the control and none_reparam were not both trained");
 }
 
 // ---- What the part shows, for the report's first section ---------------------------------

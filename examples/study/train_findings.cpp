@@ -166,13 +166,12 @@ Finding reparam_finding(const TrainResult& b, const std::vector<SettingSummary>&
   f.detail +=
       "; share of steps clipped (global norm above 1), none_reparam against "
       "1/sqrt(d_k), mean over seeds:";
+  std::string shares;
   for (const auto& [task, d_k] : settings_of(b))
-    f.detail +=
-        std::string(task == settings_of(b).front().first && d_k == settings_of(b).front().second
-                        ? " "
-                        : ", ") +
-        task + " d_k " + std::to_string(d_k) + " " + points(clipped(b, task, d_k, kReparam)) +
-        " vs " + points(clipped(b, task, d_k, kDefaultMode));
+    shares += (shares.empty() ? " " : ", ") + task + " d_k " + std::to_string(d_k) + " " +
+              points(clipped(b, task, d_k, kReparam)) + " vs " +
+              points(clipped(b, task, d_k, kDefaultMode));
+  f.detail += shares;
   f.title = differs ? "none_reparam did not match 1/sqrt(d_k) everywhere in this run"
                     : "A scale is an initialisation and a learning rate";
   return f;
