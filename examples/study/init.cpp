@@ -188,9 +188,10 @@ CsvFile init_csv(const std::vector<InitRow>& init) {
 }  // namespace
 
 std::vector<Verdict> init_claims(const std::vector<InitRow>& init,
-                                 const std::vector<SettingSummary>& training) {
+                                 const std::vector<SettingSummary>& training,
+                                 const TrainResult* train) {
   if (init.empty()) return {};
-  std::vector<Verdict> out = qk_claims(init, training);  // C1 to C4, C6
+  std::vector<Verdict> out = qk_claims(init, training, train);  // C1 to C4, C6
   out.insert(out.begin() + 4, saturation_claim(init, training));
   return out;
 }
@@ -328,10 +329,10 @@ Finding init_finding(const std::vector<InitRow>& init) {
 }  // namespace
 
 Section init_section(const InitOptions& options, const std::vector<InitRow>& init,
-                     const std::vector<SettingSummary>& training) {
+                     const std::vector<SettingSummary>& training, const TrainResult* train) {
   Section s{.part = "init"};
   if (init.empty()) return s;
-  s.claims = init_claims(init, training);
+  s.claims = init_claims(init, training, train);
   if (Finding f = init_finding(init); !f.title.empty()) s.findings.push_back(f);
   s.markdown = "## init: attention at initialisation\n\n" + qk_table(options, init) +
                layer_table(options, init);

@@ -178,7 +178,8 @@ void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const 
 }
 
 std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
-                               const std::vector<SettingSummary>& training) {
+                               const std::vector<SettingSummary>& training,
+                               const TrainResult* train) {
   std::vector<Verdict> out;
   const std::vector<int64_t> d_ks = values_of(init, &InitRow::d_k);
   const int64_t d_min = d_ks.front(), d_max = d_ks.back(), n = quoted_keys(init);
@@ -202,20 +203,28 @@ std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
     const double z = z_of(big->draws);
     const bool flat = big->entropy_norm.mean - z * big->entropy_norm.se > kUniformEntropy &&
                       big->max_weight.mean + z * big->max_weight.se < 2 / nd;
+    // "Loses focus" in training is judged on the focus itself, the key
+    // layer's entropy (stays_flatter); whether it also learns worse is
+    // shown, not judged: with 5 seeds that count sits at the edge of the
+    // margin after Holm and changes with the base seed (docs/study.md).
+    const TrainingCheck focus = train ? stays_flatter(*train, "inv_dk") : TrainingCheck{};
     TrainingCount t = count_training(training, "inv_dk");
     v.measured = "at d_k " + std::to_string(d_max) + ": entropy_norm " +
                  format_estimate(big->entropy_norm, 4) + ", max_weight " +
-                 format_estimate(big->max_weight, 3) + " (1/n = " + significant(1 / nd, 3) +
-                 "); in training: " + describe_training(t, seeds);
-    const int parts = 1 + (t.settings > 0), passed = flat + (t.worse > 0);
-    v.verdict = verdict_of(passed, parts);
+                 format_estimate(big->max_weight, 3) + " (1/n = " + significant(1 / nd, 3) + ")";
+    if (focus.parts > 0) v.measured += "; in training, " + focus.measured;
+    v.measured += "; learning, not judged: " + describe_training(t, seeds);
+    v.verdict = verdict_of(flat + focus.passed, 1 + focus.parts);
+    if (focus.missing) v.verdict = "unclear";
     v.reason =
         "the variance is an identity, judged above; nearly uniform at the largest d_k "
         "(entropy_norm above " +
         significant(kUniformEntropy) +
         " and max_weight below 2/n, whole 95% intervals): " + yes_no(flat) +
-        (t.settings > 0 ? std::string("; learns worse in some setting: ") + yes_no(t.worse > 0)
-                        : "");
+        (focus.parts > 0 ? "; the key layer flatter than 1/sqrt(d_k)'s in training by more than " +
+                               significant(kEntropyMargin) + " (whole interval) on " + focus.reason
+                         : std::string("; not trained in this run, so judged at initialisation")) +
+        (focus.missing ? " (a comparison has no interval: fewer than 2 seeds)" : "");
     out.push_back(v);
   }
   {  // C4

@@ -229,6 +229,30 @@ Verdict entropy_collapse_claim(const TrainResult& b) {
   return concluded(v, passed, parts, missing, "the control and none_reparam were not both trained");
 }
 
+// C3's training criterion: the key layer's entropy, `mode` against
+// 1/sqrt(d_k), over C20's and C21's early window, where a flat start would
+// show if it lasts (the late window is shown, not judged).
+TrainingCheck stays_flatter(const TrainResult& b, const std::string& mode) {
+  TrainingCheck c;
+  for (const auto& [task, d_k] : largest_settings(b)) {
+    if (!trained(b, task, d_k, mode) || !trained(b, task, d_k, kDefaultMode)) continue;
+    auto entropy = [&](const Window& w) {
+      return paired_window(b, task, d_k, mode, kDefaultMode, &LayerRow::entropy_norm, w.from, w.to,
+                           false);
+    };
+    const Interval early = entropy(kEarly), late = entropy(kLate);
+    const bool flatter = has_interval(early) && early.lo > kEntropyMargin;
+    c.missing = c.missing || !has_interval(early);
+    c.passed += flatter, ++c.parts;
+    c.measured += std::string(c.measured.empty() ? "" : "; ") + task + " d_k " +
+                  std::to_string(d_k) + " (" + key_layer(task) + "), entropy_norm " + mode +
+                  " - 1/sqrt(d_k) " + window_text(kEarly) + " " + difference_text(early) + ", " +
+                  window_text(kLate) + " " + difference_text(late);
+    c.reason += std::string(c.reason.empty() ? "" : ", ") + task + ": " + yes_no(flatter);
+  }
+  return c;
+}
+
 // ---- What the part shows, for the report's first section ---------------------------------
 
 Finding logit_gradient_finding(const TrainResult& b, const Verdict& c20) {

@@ -77,7 +77,8 @@ std::vector<Part>& table() {
        .run = [](StudyRun& r) { r.init = run_init(r.settings, r.init_options); },
        .section =
            [](const StudyRun& r) {
-             return init_section(r.init_options, r.init, summarise_training(r.train.finals));
+             return init_section(r.init_options, r.init, summarise_training(r.train.finals),
+                                 &r.train);
            },
        .reads = {"train"},
        .files = {"init_metrics.csv", "logit_std.svg", "softmax_shape.svg", "layer_gradients.svg"}},

@@ -50,19 +50,23 @@ struct InitRow {
 std::vector<InitRow> run_init(const Settings& settings, const InitOptions& options);
 
 struct SettingSummary;
+struct TrainResult;
 // C1 to C6. C3, C4, C5 also read the train part's summaries (empty: judged
-// at initialisation alone).
+// at initialisation alone), C3 also its layer rows (`train`, when it ran).
 std::vector<Verdict> init_claims(const std::vector<InitRow>& init,
-                                 const std::vector<SettingSummary>& training);
+                                 const std::vector<SettingSummary>& training,
+                                 const TrainResult* train = nullptr);
 Section init_section(const InitOptions& options, const std::vector<InitRow>& init,
-                     const std::vector<SettingSummary>& training);
+                     const std::vector<SettingSummary>& training,
+                     const TrainResult* train = nullptr);
 
 // The two experiments' pieces. init_qk.cpp: independent q and k, C1 to C4
 // and C6 (in that order), their table and figures.
 void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const Settings& settings,
                 const InitOptions& options);
 std::vector<Verdict> qk_claims(const std::vector<InitRow>& init,
-                               const std::vector<SettingSummary>& training);
+                               const std::vector<SettingSummary>& training,
+                               const TrainResult* train);
 std::string qk_table(const InitOptions& options, const std::vector<InitRow>& init);
 std::vector<PlotFile> qk_figures(const std::vector<InitRow>& init);
 // init_layer.cpp: an initialised layer, C5, its table and figure.
@@ -282,6 +286,15 @@ Interval paired_window(const TrainResult& result, const std::string& task, int64
                        int64_t from, int64_t to, bool log_scale);
 Verdict logit_gradient_claim(const TrainResult& result);
 Verdict entropy_collapse_claim(const TrainResult& result);
+// C3's training criterion, per task at its largest d_k: the key layer's
+// entropy_norm over steps 10 to 50, `mode` - 1/sqrt(d_k) paired by seed,
+// above kEntropyMargin (whole interval). parts = the tasks compared.
+struct TrainingCheck {
+  int passed = 0, parts = 0;
+  bool missing = false;  // a comparison without an interval (under 2 seeds)
+  std::string measured, reason;
+};
+TrainingCheck stays_flatter(const TrainResult& result, const std::string& mode);
 // Their findings, titled by their verdicts.
 Finding logit_gradient_finding(const TrainResult& result, const Verdict& c20);
 Finding entropy_collapse_finding(const TrainResult& result, const Verdict& c21);

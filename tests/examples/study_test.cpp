@@ -286,6 +286,40 @@ TEST(StudyVerdicts, C5ComparesTheScoresDrawByDraw) {
   EXPECT_NE(v.reason.find("no detectable difference"), std::string::npos) << v.reason;
 }
 
+// C3 in training is judged on the focus the claim names: the key layer's
+// entropy over steps 10 to 50, 1/d_k against 1/sqrt(d_k), paired by seed,
+// past kEntropyMargin; how well it learns is shown, not judged.
+TEST(StudyVerdicts, C3JudgesTheFocusInTraining) {
+  auto train_with = [](double flatter_by) {
+    TrainResult b;
+    for (const char* task : {"reverse", "recall"})
+      for (const char* mode : {"inv_dk", kDefaultMode})
+        for (int seed = 0; seed < 3; ++seed) {
+          for (int64_t step = 0; step <= 80; step += 2) {
+            LayerRow r{.run = {task, mode, 256, seed}, .step = step, .layer = key_layer(task)};
+            r.entropy_norm = 0.5 + 0.01 * seed + (mode == std::string("inv_dk") ? flatter_by : 0);
+            b.layers.push_back(r);
+          }
+          b.finals.push_back({.run = {task, mode, 256, seed}});
+        }
+    return b;
+  };
+  const TrainResult flat = train_with(0.3), close = train_with(0.05);
+  const Verdict& holds = verdict_of_id(init_claims(ideal_rows(0.01), {}, &flat), "C3", false);
+  EXPECT_EQ(holds.verdict, "holds") << holds.reason;
+  EXPECT_NE(holds.reason.find("on reverse: yes, recall: yes"), std::string::npos) << holds.reason;
+  EXPECT_NE(holds.measured.find("over steps 10 to 50 +0.3"), std::string::npos) << holds.measured;
+  EXPECT_NE(holds.measured.find("learning, not judged"), std::string::npos) << holds.measured;
+  // Flatter by less than the margin: flat at the start, not kept in training.
+  const Verdict& partly = verdict_of_id(init_claims(ideal_rows(0.01), {}, &close), "C3", false);
+  EXPECT_EQ(partly.verdict, "partly holds") << partly.reason;
+  EXPECT_NE(partly.reason.find("on reverse: no, recall: no"), std::string::npos) << partly.reason;
+  // Without training it is judged at initialisation, and says so.
+  const Verdict& init_only = verdict_of_id(init_claims(ideal_rows(0.01), {}), "C3", false);
+  EXPECT_EQ(init_only.verdict, "holds");
+  EXPECT_NE(init_only.reason.find("judged at initialisation"), std::string::npos);
+}
+
 // A finding's numbers for the student: two significant figures, trailing
 // zeros kept (init.cpp's and depth.cpp's own rule).
 std::string two(double v) {
