@@ -127,7 +127,10 @@ Flags parse_flags(int argc, char** argv) {
   Flags f;
   args.add("--out", &f.out, "output directory");
   args.add("--seed", &f.seed, "base random seed (every run's seeds derive from it)").min(0);
-  args.add("--threads", &f.threads, "jobs run side by side (each single-threaded)").min(1).max(64);
+  args.add("--threads", &f.threads,
+           "jobs run side by side, each single-threaded: the time changes, the numbers do not")
+      .min(1)
+      .max(64);
   args.add_flag("--full", &f.full,
                 "every part, each larger: 10 training seeds instead of 5, more draws, every arm "
                 "--full trains, and the parts the default run leaves out (11 minutes on 2 "

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/examples/run_program.h"
 
@@ -162,6 +163,25 @@ TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
     EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
   EXPECT_EQ(lines(read(out + "/final_metrics.csv")), 1u + 2 * 2);  // header, modes x seeds
   EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
+}
+
+// The study runs whole runs side by side, each on one thread: --threads
+// changes how long it takes, never a number (docs/programs.md says so).
+TEST_F(StudyProgramTest, TheThreadsChangeTheTimeNotTheNumbers) {
+  std::vector<std::string> folders;
+  for (const char* threads : {"1", "2"}) {
+    folders.push_back(path(std::string("threads") + threads));
+    Result r = run(kScalingStudy, {"--parts", "train,depth", "--tasks", "reverse", "--d-ks", "8",
+                                   "--modes", "inv_sqrt_dk,none", "--seeds", "2", "--steps", "10",
+                                   "--threads", threads, "--out", folders.back()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  for (const char* file :
+       {"final_metrics.csv", "train_metrics.csv", "train_layers.csv", "depth_metrics.csv"}) {
+    const std::string one = read(folders[0] + "/" + file);
+    EXPECT_FALSE(one.empty()) << file;
+    EXPECT_EQ(one, read(folders[1] + "/" + file)) << file;
+  }
 }
 
 // Waits (up to two minutes) until `file` holds `text`; false if it never does.

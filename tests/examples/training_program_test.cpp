@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/reference.h"
@@ -140,6 +141,17 @@ int tiny_run(const std::vector<std::string>& args, int64_t vocab, std::string& o
   return code;
 }
 
+// The header says how many threads run, and when the default 1 leaves
+// cores idle, how to use them and what changes.
+TEST(TrainingProgram, TheHeaderSaysTheThreadsAndWhenMoreCoresAreIdle) {
+  EXPECT_EQ(threads_text(1, false, 1), "1 thread");
+  EXPECT_EQ(threads_text(2, true, 8), "2 threads");  // chosen: no advice
+  EXPECT_EQ(threads_text(1, false, 2),
+            "1 thread (the default; this machine has 2 cores: --threads 2 is faster, and a run "
+            "repeats bitwise at the same --threads)");
+  EXPECT_EQ(threads_text(4, false, 4), "4 threads");  // every core already used
+}
+
 TEST(TrainingProgram, ARunOpensAndClosesInOrderAndAResumeTakesTheCheckpointsConfig) {
   ProcessSettings settings;
   TempDir dir("program_run");
@@ -153,7 +165,8 @@ TEST(TrainingProgram, ARunOpensAndClosesInOrderAndAResumeTakesTheCheckpointsConf
   EXPECT_EQ(config.d_model, 16);
   // One evaluation, at the last step; the summary, then show without gradients.
   EXPECT_EQ(calls, (std::vector<std::string>{"evaluate", "summary 1", "show no grad"}));
-  EXPECT_EQ(out, "  4 steps of 8 pairs, constant(lr=0.001); 8 held-out pairs; output in " +
+  EXPECT_EQ(out, "  4 steps of 8 pairs, constant(lr=0.001); 8 held-out pairs; " +
+                     threads_text(1, false, std::thread::hardware_concurrency()) + "; output in " +
                      dir.str() + "\nSUMMARY\nSHOW\nwrote " +
                      (std::filesystem::path(dir.str()) / "log.csv").string() + " " +
                      (std::filesystem::path(dir.str()) / "checkpoint.safetensors").string() + " " +

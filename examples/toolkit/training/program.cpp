@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <thread>
 
 #include "autograd/variable.h"
 #include "examples/toolkit/cli/number_text.h"
@@ -18,6 +19,16 @@ uint64_t generator_seed(int64_t seed, size_t index) { return static_cast<uint64_
 uint64_t held_out_seed(int64_t seed) { return static_cast<uint64_t>(seed) ^ 0x9e3779b97f4a7c15ull; }
 
 }  // namespace
+
+std::string threads_text(int threads, bool chosen, unsigned cores) {
+  std::string out = std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  if (chosen || cores <= static_cast<unsigned>(threads)) return out;
+  // The default stays 1 on any machine: a run's numbers depend on its
+  // thread count (each thread takes a part of the batch), so a default that
+  // followed the machine would make the same command differ across machines.
+  return out + " (the default; this machine has " + std::to_string(cores) + " cores: --threads " +
+         std::to_string(cores) + " is faster, and a run repeats bitwise at the same --threads)";
+}
 
 TrainingProgram::TrainingProgram(const std::string& name, const std::string& about,
                                  CommonFlags& flags)
@@ -69,8 +80,10 @@ int TrainingProgram::train(nn::Module& model, const Hooks& hooks, const Report& 
   note_generic_blas_core();  // one line on stderr when OpenBLAS runs a generic core
   std::cout << "  " << flags_.steps << " steps of " << flags_.batch << " " << report.batch_of
             << ", " << schedule_->describe(cli::number_text)
-            << (report.held_out.empty() ? "" : "; " + report.held_out) << "; output in "
-            << flags_.out << "\n"
+            << (report.held_out.empty() ? "" : "; " + report.held_out) << "; "
+            << threads_text(flags_.threads, args.seen("--threads") || !checkpoint_.empty(),
+                            std::thread::hardware_concurrency())
+            << "; output in " << flags_.out << "\n"
             << std::flush;
 
   LoopOptions loop = loop_options(flags_);

@@ -64,6 +64,11 @@ struct Report {
   std::function<void()> show = nullptr;
 };
 
+// "1 thread", or when the default was not chosen and the machine has more
+// cores, "1 thread (the default; this machine has 2 cores: --threads 2 is
+// faster, ...)": the header's note on the thread count.
+std::string threads_text(int threads, bool chosen, unsigned cores);
+
 class TrainingProgram {
  public:
   // `name` is the program's (its checkpoints say whose they are); `about`
