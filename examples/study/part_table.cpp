@@ -19,16 +19,18 @@ StudyRun::StudyRun(const Settings& s)
 namespace {
 
 // The parts' costs in units of the calibration workload (study_time.h),
-// fitted on a 2-core AMD EPYC (examples/study/README.md says how): train's
-// from a --parts train run paired with its calibration, the others' from
-// their seconds beside train's in the default and --full runs of
+// fitted on a 2-core AMD EPYC (examples/study/README.md says how). The
+// default parts' from an idle default run on 2 threads (fresh clone of
+// aa33a31, calibration 0.024 s; init 19.9 s, train 140, sgd 41.9, depth
+// 3.28), so they include what two threads side by side cost each other;
+// the --full parts' from their seconds beside train's in the --full run of
 // docs/programs.md. A training part's units per training_units() of its
 // runs (its evaluations, probes and early stops differ), and the
 // measurements'.
-constexpr double kTrainUnits = 40, kSgdUnits = 33, kLrUnits = 40, kWidthUnits = 97,
+constexpr double kTrainUnits = 60, kSgdUnits = 45, kLrUnits = 40, kWidthUnits = 97,
                  kDepthTrainUnits = 36, kLengthUnits = 74;
-constexpr double kInitUnitsPerMillion = 83;   // per million d_k x max(n_keys, 64) of a row
-constexpr double kDepthUnitsPerLayer = 0.32;  // per layer of a stack and 8 draws
+constexpr double kInitUnitsPerMillion = 163;  // per million d_k x max(n_keys, 64) of a row
+constexpr double kDepthUnitsPerLayer = 0.39;  // per layer of a stack and 8 draws
 constexpr double kLengthMeasureUnits = 2200;  // the length part's measurements at initialisation
 
 // init's jobs: a (mode, d_k, n_keys) row each, largest d_k x n_keys first
