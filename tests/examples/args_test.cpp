@@ -318,6 +318,12 @@ TEST(RunCli, EveryErrorIsOneLineWithExitCodeTwo) {
   r = run({"charlm"}, throws([] { fail("load: cannot open data.txt"); }));
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_EQ(r.err, "charlm: error: load: cannot open data.txt\n");
+  // A message that names the program already is not prefixed twice.
+  r = run({"/x/scaling_study"},
+          throws([] { fail("scaling_study: depth failed: std::bad_alloc"); }));
+  EXPECT_EQ(r.err, "scaling_study: error: depth failed: std::bad_alloc\n");
+  r = run({"charlm"}, throws([] { fail("charlmx: not the program's name"); }));
+  EXPECT_EQ(r.err, "charlm: error: charlmx: not the program's name\n");
   r = run({"charlm"}, throws([] { throw std::runtime_error("first\nsecond\n"); }));
   EXPECT_EQ(r.err, "charlm: error: first second\n");
   r = run({"charlm"}, throws([] { throw 42; }));

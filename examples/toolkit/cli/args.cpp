@@ -396,7 +396,11 @@ int run_cli(int argc, char** argv, const std::function<int(int, char**)>& body, 
             std::ostream& err) {
   auto report = [&](std::string_view message) {
     out.flush();  // keep whatever the program printed before the error
-    err << program_name(argc, argv) << ": error: " << one_line(message) << '\n';
+    // A message that already names the program ("scaling_study: depth
+    // failed: ...", thrown deep inside) is not prefixed with it twice.
+    const std::string name = program_name(argc, argv), own = name + ": ";
+    if (message.substr(0, own.size()) == own) message.remove_prefix(own.size());
+    err << name << ": error: " << one_line(message) << '\n';
     err.flush();
     return kExitUsage;
   };
