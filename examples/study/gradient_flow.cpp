@@ -3,7 +3,8 @@
 // the anchor arms (unscaled attention and 1/sqrt(d_k)) at the train part's
 // largest d_k, at initialisation and late in training; and the norms on it
 // that the report quotes: the gradient that reaches the softmax's input, the
-// logits, against the one that leaves the layer's output.
+// logits, against the one that leaves the layer's output. gradient_flow.csv
+// holds every drawn edge's norm, so the quoted ones can be checked.
 //
 // The drawings stand one under another, so that the same op sits at about the
 // same place in each, with one scale of widths for all of them: an edge as
@@ -146,6 +147,32 @@ PlotFile gradient_flow_figure(const TrainResult& b) {
               "does it reach W_Q and W_K. The near-zero gradient of k_proj.bias is exact, not "
               "a vanishing gradient: adding the same vector to every key adds the same number "
               "to every logit of a query, which the softmax ignores."};
+}
+
+// The drawn graphs' edges: for each (task, anchor arm) its first graph and,
+// if it ran past it, its last, the ones gradient_flow_figure draws and
+// gradient_flow_finding quotes. A node is named by its index in its graph
+// (the edges run from lower to higher) and its label, as drawn.
+CsvFile gradient_flow_csv(const TrainResult& b) {
+  CsvFile out{"gradient_flow.csv",
+              {"task", "d_k", "mode", "seed", "step", "layer", "edge", "from_node", "from",
+               "to_node", "to", "grad_norm"},
+              {}};
+  for (const auto& [run, flows] : b.flows) {
+    if (flows.empty()) continue;
+    std::vector<const FlowGraph*> drawn = {&flows.front()};
+    if (flows.back().step != flows.front().step) drawn.push_back(&flows.back());
+    for (const FlowGraph* f : drawn) {
+      const Graph& g = f->graph;
+      for (size_t i = 0; i < g.edges.size(); ++i) {
+        const GraphEdge& e = g.edges[i];
+        out.rows.push_back({run.task, run.d_k, run.mode, run.seed, f->step, key_layer(run.task), i,
+                            e.from, g.nodes[e.from].label, e.to, g.nodes[e.to].label,
+                            csv_number(e.grad_norm)});
+      }
+    }
+  }
+  return out;
 }
 
 Finding gradient_flow_finding(const TrainResult& b) {

@@ -99,7 +99,7 @@ std::vector<Part>& table() {
        .files = {"train_metrics.csv", "train_layers.csv", "final_metrics.csv",
                  "accuracy_curves.svg", "loss_curves.svg", "max_logit.svg", "grad_ratio.svg",
                  "final_accuracy.svg", "gradient_and_update.svg", "attention_maps.svg",
-                 "gradient_flow.svg", "entropy_and_logit_gradient.svg"}},
+                 "gradient_flow.svg", "gradient_flow.csv", "entropy_and_logit_gradient.svg"}},
       {.name = "sgd",
        .summary = "three arms on reverse under plain SGD: learning rates chosen on some seeds, "
                   "compared on others, with and without clipping",

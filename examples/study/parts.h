@@ -331,6 +331,7 @@ struct FlowNorms {
 };
 // The numbers of that figure in words, for the report's first section.
 Finding gradient_flow_finding(const TrainResult& result);
+CsvFile gradient_flow_csv(const TrainResult& result);  // its drawn edges, gradient_flow.csv
 FlowNorms flow_norms(const TrainResult& result, const std::string& task, const std::string& mode,
                      int64_t step);
 

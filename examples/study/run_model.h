@@ -40,6 +40,9 @@ StudyModel build_model(const RunSpec& spec, Generator& gen);
 // that was recorded and the gradients of W_Q, W_K, W_V; one row per layer.
 void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
                    std::vector<LayerRow>& out);
+// Before that backward: keeps the gradients record_layers reads at the
+// probe's logits and at the q and k they were made from.
+void retain_probe_gradients(const StudyModel& model);
 
 // Before an evaluation step's update: each attention layer's W_Q, W_K, W_V
 // and the scaled logits its probe recorded on the step's batch.

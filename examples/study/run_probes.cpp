@@ -1,6 +1,7 @@
 // What a training run's loop measures of its attention layers (run_model.h):
-// their state after each logged backward, the update the step made, the
-// std of q.k, and the attention map of one held-out example.
+// their state after each logged backward (with the gradients at the scores
+// and at q and k it keeps), the update the step made, the std of q.k, and
+// the attention map of one held-out example.
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -31,7 +32,41 @@ double visible_mean_abs_change(const Tensor& a, const Tensor& b, const Tensor& m
   return n > 0 ? total / n : 0;
 }
 
+// q and k as they entered the probe's logits. composed_attention
+// (autograd/ops.h) makes the logits mul(matmul(q, transpose(k)), s), any
+// score transform coming after them: so their op is the scale's mul, whose
+// input is the product, whose inputs are q and k^T, k's transpose. Found by
+// walking that graph, since the probe (nn/attention.h) keeps no q and k.
+struct ScoreInputs {
+  VariableImpl *q = nullptr, *k = nullptr;
+};
+ScoreInputs score_inputs(const Variable& logits) {
+  auto made_by = [](const VariableImpl* v, const char* op, size_t inputs) -> const Node* {
+    const Node* n = v ? v->grad_fn.get() : nullptr;
+    if (n == nullptr || n->name != op || n->inputs.size() != inputs)
+      fail("scaling_study: an attention probe's logits are not s * q k^T (no '", op,
+           "' where expected in their graph)");
+    return n;
+  };
+  const Node* product =
+      made_by(made_by(logits.impl().get(), "mul", 1)->inputs[0].get(), "matmul", 2);
+  const Node* k_t = made_by(product->inputs[1].get(), "transpose", 1);
+  return {product->inputs[0].get(), k_t->inputs[0].get()};
+}
+
+double norm_of(const Tensor& g) { return g.defined() ? std::sqrt(sum(mul(g, g)).item()) : 0.0; }
+
 }  // namespace
+
+void retain_probe_gradients(const StudyModel& model) {
+  for (const auto& [name, a] : model.attention) {
+    Variable& logits = a->probe.logits;
+    if (!logits.defined() || !logits.requires_grad()) continue;
+    logits.retain_grad();
+    const ScoreInputs in = score_inputs(logits);
+    in.q->retain_grad = in.k->retain_grad = true;
+  }
+}
 
 // The attention layers' state after a backward: the probe of the forward
 // that was recorded and the gradients of W_Q, W_K, W_V.
@@ -47,7 +82,11 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
     row.grad_norm_wk = grad_norm(a->k_proj->weight);
     row.grad_norm_wv = grad_norm(a->v_proj->weight);
     row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
-    row.grad_norm_logits = grad_norm(a->probe.logits);  // retained by the run (train_one)
+    row.grad_norm_logits = grad_norm(a->probe.logits);  // retained by retain_probe_gradients
+    if (a->probe.logits.requires_grad()) {
+      const ScoreInputs in = score_inputs(a->probe.logits);
+      row.grad_norm_q = norm_of(in.q->grad), row.grad_norm_k = norm_of(in.k->grad);
+    }
     out.push_back(row);
   }
 }

@@ -23,7 +23,10 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   std::vector<CsvFile> out;
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c : {"step", "train_loss", "eval_loss", "accuracy", "spike"})
+    for (const char* c :
+         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
+          "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits", "update_wq", "update_wk",
+          "update_wv", "logit_change", "grad_norm_q", "grad_norm_k"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
     for (const CurveRow& r : b.curves) {
@@ -50,7 +53,8 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
           {r.step, r.layer, r.layer_d_k, csv_number(r.max_logit), csv_number(r.entropy_norm),
            csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk), csv_number(r.grad_norm_wv),
            csv_number(r.grad_ratio_qv), csv_number(r.grad_norm_logits), csv_number(r.update_wq),
-           csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change)});
+           csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change),
+           csv_number(r.grad_norm_q), csv_number(r.grad_norm_k)});
       rows.push_back(row);
     }
     out.push_back({"train_layers.csv", columns, rows});
@@ -81,6 +85,7 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
     }
     out.push_back({"final_metrics.csv", columns, rows});
   }
+  out.push_back(gradient_flow_csv(b));
   return out;
 }
 

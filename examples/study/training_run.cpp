@@ -316,10 +316,7 @@ RunOutput train_one(const RunSpec& spec) {
     std::unique_ptr<GraphCapture> capture;
     if (spec.record_flow && eval_step) capture = std::make_unique<GraphCapture>();
     Variable loss = nn::cross_entropy(model.forward(b), b.target, nn::kPadToken);
-    if (probe_step)  // the gradient at the logits, for record_layers
-      for (auto& [name, a] : model.attention)
-        if (a->probe.logits.defined() && a->probe.logits.requires_grad())
-          a->probe.logits.retain_grad();
+    if (probe_step) retain_probe_gradients(model);  // the gradients record_layers reads
     train_losses.push_back(loss.item());
     if (step == 0) out.final.initial_loss = train_losses.back();
     std::vector<LayerSnapshot> before;
