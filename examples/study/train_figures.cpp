@@ -23,10 +23,7 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   std::vector<CsvFile> out;
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c :
-         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
-          "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits", "update_wq", "update_wk",
-          "update_wv", "logit_change", "grad_norm_q", "grad_norm_k"})
+    for (const char* c : {"step", "train_loss", "eval_loss", "accuracy", "spike"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
     for (const CurveRow& r : b.curves) {
@@ -40,9 +37,10 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   }
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c : {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq",
-                          "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits",
-                          "update_wq", "update_wk", "update_wv", "logit_change"})
+    for (const char* c :
+         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
+          "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits", "update_wq", "update_wk",
+          "update_wv", "logit_change", "grad_norm_q", "grad_norm_k"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
     for (const LayerRow& r : b.layers) {
@@ -215,21 +213,23 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
   // The mechanism (C20, C21), a row per task at its largest d_k: accuracy,
   // the key layer's entropy and the gradient that reaches its logits, side
   // by side. The first row of each task holds the arms of the story (none,
-  // 1/sqrt(d_k), the control, none_reparam), a second any other arm beside
-  // the anchors.
+  // 1/sqrt(d_k), the control, none_reparam), the next ones any other arm
+  // beside the anchors, split as every figure splits arms (mode_panels: no
+  // colour twice in a row, as --full's inv_dk and inv_2sqrt_dk share one).
   std::map<std::string, int64_t> largest;
   for (const auto& [task, d_k] : settings) largest[task] = std::max(largest[task], d_k);
-  std::vector<std::vector<std::string>> story(2);
+  std::vector<std::string> told, anchors, others;
   for (const std::string& mode : modes_of(b)) {
     // The anchors, and the arms that change how W_Q and W_K start (the control, none_reparam).
-    const bool told = arm(mode).anchor || changes_qk_init(mode);
-    story[told ? 0 : 1].push_back(mode);
+    const bool anchor = arm(mode).anchor;
+    (anchor || changes_qk_init(mode) ? told : others).push_back(mode);
+    if (anchor) anchors.push_back(mode);
   }
-  if (!story[1].empty())
-    for (const std::string& anchor : {std::string("none"), std::string(kDefaultMode)})
-      if (std::find(story[0].begin(), story[0].end(), anchor) != story[0].end())
-        story[1].insert(story[1].begin(), anchor);
-  if (story[1].size() <= 2) story.pop_back();
+  std::vector<std::vector<std::string>> story = {told};
+  if (!others.empty()) {
+    others.insert(others.begin(), anchors.begin(), anchors.end());
+    for (const std::vector<std::string>& row : mode_panels(others)) story.push_back(row);
+  }
   std::vector<plot::Figure> mechanism;
   for (const auto& [task, d_k] : settings)
     for (size_t g = 0; g < story.size() && d_k == largest[task]; ++g) {

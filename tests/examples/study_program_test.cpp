@@ -165,6 +165,19 @@ TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
   EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
 }
 
+// --full trains ten arms, two of which share a colour (inv_dk, and
+// inv_2sqrt_dk dashed): every train figure must still draw them apart (the
+// mechanism figure once put them in one panel, and --full failed after
+// training, at its figures).
+TEST_F(StudyProgramTest, TheFullArmsDrawEveryTrainFigure) {
+  const std::string out = path("full");
+  Result r = run(kScalingStudy, {"--full", "--parts", "train", "--d-ks", "16", "--seeds", "2",
+                                 "--steps", "10", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(out + "/entropy_and_logit_gradient.svg"));
+  EXPECT_EQ(lines(read(out + "/final_metrics.csv")), 1u + 2 * 11 * 2);  // tasks x arms x seeds
+}
+
 // The study runs whole runs side by side, each on one thread: --threads
 // changes how long it takes, never a number (docs/programs.md says so).
 TEST_F(StudyProgramTest, TheThreadsChangeTheTimeNotTheNumbers) {
