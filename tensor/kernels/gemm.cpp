@@ -10,6 +10,7 @@
 
 #include "tensor/kernels/blas_info.h"
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/kernels/dot_gemm.h"
 #include "tensor/kernels/lanes.h"
 #include "tensor/kernels/packed_gemm.h"
 
@@ -152,6 +153,49 @@ bool tiles_beat_blas(int64_t m, int64_t n, int64_t k) {
           (n <= 256 && k <= 2048 && std::min({m, n, k}) <= 32));
 }
 
+// GRADFLOW_GEMM or the OpenBLAS core (blas_info.h), read at the first product.
+bool own_path() {
+  static const bool own = blas_info().gemm == GemmPath::kOwn;
+  return own;
+}
+
+// The products past the tiles above when our own GEMM takes them
+// (blas_info.h). packed_gemm packs both operands into whole 12 x 32 tiles
+// and k blocks of 192 first, which a small product does not repay: the
+// study's attention, per sequence and head, (20 x 256) by (256 x 20) ran 2
+// to 4x slower than OpenBLAS's small-matrix kernel that way, study-reverse's
+// 16-wide projections ((576 x 32) by (32 x 16), (16 x 576) by (576 x 32))
+// 2x (bench/README.md, issue #34). Up to 2^20 multiply-adds, under AVX-512
+// (the tiles need its 32 registers), A B^T with both operands along k, k of
+// 4 vectors or more (the lanes' sums cost as much as a shorter k's
+// products), goes to dot_gemm.h, the rest to the tiles, which read A in
+// place and B too when its rows are whole tiles wide: one vector wide for N
+// up to 16, else two, and 12, 10 or 8 rows high, whichever leaves the fewest
+// rows idle. Every element then sums k in an order its product's shape
+// fixes, wherever matmul cuts the product.
+bool own_small(int64_t m, int64_t n, int64_t k) {
+  return cpu_has_avx512() && m * n * k < (int64_t{1} << 20);
+}
+
+template <class T>
+void own_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
+              int64_t n, int64_t k, const T* bias) {
+  auto idle = [m](int64_t rows) { return (rows - m % rows) % rows; };  // in the last tile
+  if (!own_small(m, n, k)) {
+    packed_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
+  } else if (!la.transposed && lb.transposed && k >= 4 * kVecLanes<T>) {
+    dot_gemm(a, la.ld, b, lb.ld, c, ldc, m, n, k, bias);
+  } else if (n <= 16) {  // one vector wide
+    run_for_this_cpu([&] { tiled_gemm<T, 12, 1>(a, la, b, lb, c, ldc, m, n, k, bias); });
+  } else if (idle(12) <= std::min(idle(10), idle(8))) {
+    run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
+  } else if (idle(10) <= idle(8)) {
+    run_for_this_cpu([&] { tiled_gemm<T, 10, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
+  } else {
+    run_for_this_cpu([&] { tiled_gemm<T, 8, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
+  }
+}
+
 CBLAS_TRANSPOSE blas_flag(GemmOperand o) { return o.transposed ? CblasTrans : CblasNoTrans; }
 
 // OpenBLAS runs on the calling thread: callers split work over gradflow's
@@ -205,9 +249,9 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
   // OpenBLAS on a generic core (or GRADFLOW_GEMM=own): our packed GEMM
   // takes the rest (blas_info.h). The library prints nothing; the programs
   // say so on stderr (note_generic_blas_core).
-  static const bool own = blas_info().gemm == GemmPath::kOwn;
+  const bool own = own_path();
   if (own) {
-    packed_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
+    own_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
     return;
   }
   static const bool single_threaded = make_openblas_single_threaded();  // see above

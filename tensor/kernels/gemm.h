@@ -6,9 +6,10 @@
 // cost several times the arithmetic, and products with N <= 128 whose A fits
 // in L2 (a small model's Linear layers), where its packing costs more than
 // it saves (gemm.cpp says what was measured). The rest go to cblas_sgemm /
-// cblas_dgemm on the calling thread, or to our packed GEMM (packed_gemm.h)
-// when OpenBLAS runs generic kernels on this CPU or GRADFLOW_GEMM=own
-// (blas_info.h): callers split work over the pool themselves (parallel.h).
+// cblas_dgemm on the calling thread, or to our own GEMM when OpenBLAS runs
+// generic kernels on this CPU or GRADFLOW_GEMM=own (blas_info.h): the tiles
+// or dot_gemm.h for small products, packed_gemm.h for the rest. Callers
+// split work over the pool themselves (parallel.h).
 //
 // Internal to tensor/: a kernel's building block, not a user-facing op.
 #pragma once
