@@ -10,15 +10,25 @@
 //
 // The lesson measures the spread, the softmax entropy and the largest weight
 // over 64 keys for the four scales, taken from the table the model itself
-// reads (nn/scale_modes.h). Page: docs/lessons/04_why_not_d_k.md.
+// reads (nn/scale_modes.h). Then it trains: the same small encoder-decoder
+// with each scale (one head of d_k 256, three seeds) learns to reverse
+// digits, and the lesson prints what training made of each start: held-out
+// loss and accuracy, and the cross-attention's entropy over the steps.
+// Page: docs/lessons/04_why_not_d_k.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "autograd/ops.h"
 #include "examples/lessons/lesson.h"
 #include "examples/toolkit/plot/svg_plot.h"
+#include "nn/data/toy_tasks.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/optim/optim.h"
 #include "nn/scale_modes.h"
 #include "tensor/ops.h"
 
@@ -46,10 +56,182 @@ ModeStats stats_of(const Tensor& scores, double scale) {
           .max_weight = mean(max(p, -1).values).item()};
 }
 
+// The training comparison: reverse 2 to 6 digits with one head of d_k 64,
+// as lesson 9's model, under AdamW; only the scale differs between runs.
+const nn::ToyTaskConfig kReverse{.task = "reverse", .n_symbols = 10, .min_len = 2, .max_len = 6};
+constexpr int64_t kTrainSteps = 300, kEvalEvery = 50, kTrainDk = 256;
+
+struct TrainRun {
+  // Held out, at steps 0, 50, ..., 300: the loss, the cross-attention's
+  // entropy, and the spread of its scaled scores s q.k over a query's keys.
+  std::vector<double> losses = {}, entropies = {}, spreads = {};
+  double accuracy = 0;  // held-out greedy accuracy at the end
+};
+
+struct Evaluation {
+  double loss, entropy, spread;
+};
+
+// Teacher-forced on the held-out set: the loss, and over the scored queries
+// the mean entropy (nats) of the cross-attention's weights and the mean
+// standard deviation of its scaled scores over the query's unmasked keys
+// (the softmax ignores a shift, so the spread is what sets its shape).
+Evaluation evaluate(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b) {
+  NoGradGuard no_grad;
+  auto& cross = *model.decoder->layers[0]->cross_attn;
+  cross.record_probe = true;
+  Variable logits = model.forward(b.src, b.tgt_in, b.src_pad);
+  cross.record_probe = false;
+  const Tensor w = cross.probe.weights.data().to(DType::Float64);  // (B, 1, T, S)
+  const Tensor s = cross.probe.logits.data().to(DType::Float64);   // s q k^T, unmasked
+  double entropy = 0, spread = 0;
+  int64_t rows = 0;
+  for (int64_t i = 0; i < w.shape()[0]; ++i)
+    for (int64_t t = 0; t < w.shape()[2] && b.tgt_out.at({i, t}) != nn::kPadToken; ++t, ++rows) {
+      double n = 0, sum = 0, squares = 0;
+      for (int64_t j = 0; j < w.shape()[3]; ++j) {
+        const double p = w.at({i, 0, t, j});
+        if (p > 0) entropy -= p * std::log(p);  // masked keys have p = 0 and add nothing
+        if (b.src_pad.at({i, j}) != 0) continue;
+        const double score = s.at({i, 0, t, j});
+        n += 1, sum += score, squares += score * score;
+      }
+      spread += std::sqrt(std::max(squares / n - (sum / n) * (sum / n), 0.0));
+    }
+  return {.loss = nn::cross_entropy(logits, b.tgt_out, nn::kPadToken).item(),
+          .entropy = entropy / static_cast<double>(rows),
+          .spread = spread / static_cast<double>(rows)};
+}
+
+// The entropy of uniform weights over each scored query's unmasked keys,
+// mean over the held-out set: where the entropy of 1/d_k starts.
+double uniform_entropy(const nn::Seq2SeqBatch& b) {
+  double total = 0;
+  int64_t rows = 0;
+  for (int64_t i = 0; i < b.src.shape()[0]; ++i) {
+    double keys = 0;
+    for (int64_t s = 0; s < b.src.shape()[1]; ++s) keys += b.src_pad.at({i, s}) == 0;
+    for (int64_t t = 0; t < b.tgt_out.shape()[1] && b.tgt_out.at({i, t}) != nn::kPadToken; ++t)
+      total += std::log(keys), ++rows;
+  }
+  return total / static_cast<double>(rows);
+}
+
+TrainRun train(const nn::ScaleMode& scale, uint64_t seed, const nn::Seq2SeqBatch& held_out) {
+  Generator gen(seed);
+  nn::ModelConfig config;
+  config.vocab = nn::vocab_size(kReverse), config.max_len = nn::src_len(kReverse);
+  config.d_model = 32, config.heads = 1, config.head_dim = kTrainDk, config.layers = 1;
+  config.d_ff = 64, config.scale = scale;
+  nn::EncoderDecoder model(config, gen);
+  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, nn::AdamWSettings::attention_paper());
+  TrainRun run;
+  for (int64_t step = 0; step <= kTrainSteps; ++step) {
+    if (step > 0) {
+      nn::Seq2SeqBatch batch = nn::make_batch(kReverse, 32, gen);
+      Variable loss = nn::cross_entropy(model.forward(batch.src, batch.tgt_in, batch.src_pad),
+                                        batch.tgt_out, nn::kPadToken);
+      optimizer.zero_grad();
+      loss.backward();
+      nn::clip_grad_norm(model.parameters(), 1.0);
+      optimizer.step();
+    }
+    if (step % kEvalEvery != 0) continue;
+    const Evaluation e = evaluate(model, held_out);
+    run.losses.push_back(e.loss), run.entropies.push_back(e.entropy);
+    run.spreads.push_back(e.spread);
+  }
+  run.accuracy = lessons::greedy_accuracy(model, held_out);
+  return run;
+}
+
+// The trained comparison: prints the tables and returns the figure's panels.
+std::vector<plot::Figure> training_comparison(const std::vector<nn::ScaleMode>& modes,
+                                              const std::vector<std::string>& labels,
+                                              int64_t first_seed) {
+  Generator held_gen(static_cast<uint64_t>(first_seed) + 1000);
+  const nn::Seq2SeqBatch held_out = nn::make_batch(kReverse, 256, held_gen);
+  std::printf("\ntraining: reverse 2 to 6 digits, one head of d_k %lld (d_model 32, one layer),\n",
+              static_cast<long long>(kTrainDk));
+  std::printf("AdamW 3e-3, %lld steps of 32, seeds %lld to %lld; the same 256 held-out sequences\n",
+              static_cast<long long>(kTrainSteps), static_cast<long long>(first_seed),
+              static_cast<long long>(first_seed + 2));
+  std::vector<std::vector<TrainRun>> runs(modes.size());
+  for (size_t m = 0; m < modes.size(); ++m)
+    for (int64_t s = 0; s < 3; ++s)
+      runs[m].push_back(train(modes[m], static_cast<uint64_t>(first_seed + s), held_out));
+
+  const auto mean_over_seeds = [&](size_t m, std::vector<double> TrainRun::*field) {
+    std::vector<double> out((runs[m][0].*field).size(), 0.0);
+    for (const TrainRun& r : runs[m])
+      for (size_t i = 0; i < out.size(); ++i) out[i] += (r.*field)[i] / 3;
+    return out;
+  };
+  std::printf("\nheld-out greedy accuracy at step %lld   seed by seed        mean\n",
+              static_cast<long long>(kTrainSteps));
+  for (size_t m = 0; m < modes.size(); ++m) {
+    double acc = 0;
+    std::printf("  %-16s                ", labels[m].c_str());
+    for (const TrainRun& r : runs[m]) std::printf(" %5.3f", r.accuracy), acc += r.accuracy / 3;
+    std::printf("   %5.3f  %s\n", acc, lessons::bar(acc, 1, 20).c_str());
+  }
+  const auto over_steps = [&](const char* title, std::vector<double> TrainRun::*field) {
+    std::printf("\n%s\n  step                 ", title);
+    for (int64_t step = 0; step <= kTrainSteps; step += kEvalEvery)
+      std::printf(" %5lld", static_cast<long long>(step));
+    std::printf("   seeds at %lld\n", static_cast<long long>(kTrainSteps));
+    for (size_t m = 0; m < modes.size(); ++m) {
+      std::printf("  %-16s     ", labels[m].c_str());
+      for (double v : mean_over_seeds(m, field)) std::printf(" %5.2f", v);
+      double lo = INFINITY, hi = -INFINITY;
+      for (const TrainRun& r : runs[m])
+        lo = std::min(lo, (r.*field).back()), hi = std::max(hi, (r.*field).back());
+      std::printf("   %.2f to %.2f\n", lo, hi);
+    }
+  };
+  over_steps("held-out loss, nats, mean of the 3 seeds", &TrainRun::losses);
+  over_steps("cross-attention entropy, nats, mean of the 3 seeds", &TrainRun::entropies);
+  std::printf("(uniform weights over each query's keys: %.2f nats; one-hot: 0)\n",
+              uniform_entropy(held_out));
+  std::printf("\nspread of s q.k in the cross-attention, mean of the 3 seeds\n");
+  std::printf("                      step 0  step %lld   grown by\n",
+              static_cast<long long>(kTrainSteps));
+  for (size_t m = 0; m < modes.size(); ++m) {
+    const std::vector<double> spread = mean_over_seeds(m, &TrainRun::spreads);
+    std::printf("  %-16s   %6.3f  %8.3f  %8.1fx\n", labels[m].c_str(), spread.front(),
+                spread.back(), spread.back() / spread.front());
+  }
+
+  std::vector<double> steps;
+  for (int64_t step = 0; step <= kTrainSteps; step += kEvalEvery)
+    steps.push_back(static_cast<double>(step));
+  plot::Figure loss{
+      .title = "Training with each scale: held-out loss",
+      .x = {.label = "training step"},
+      .y = {.label = "cross-entropy, nats (log scale; mean of 3 seeds)", .log = true}};
+  plot::Figure entropy{.title = "Cross-attention entropy",
+                       .x = {.label = "training step"},
+                       .y = {.label = "entropy H, nats (mean of 3 seeds)", .min = 0}};
+  for (size_t m = 0; m < modes.size(); ++m) {
+    const bool chosen = modes[m].is("inv_sqrt_dk");
+    loss.series.push_back({.label = labels[m],
+                           .x = steps,
+                           .y = mean_over_seeds(m, &TrainRun::losses),
+                           .markers = true,
+                           .emphasis = chosen});
+    entropy.series.push_back({.label = labels[m],
+                              .x = steps,
+                              .y = mean_over_seeds(m, &TrainRun::entropies),
+                              .markers = true,
+                              .emphasis = chosen});
+  }
+  return {loss, entropy};
+}
+
 int run(int argc, char** argv) {
   cli::ArgParser args("lesson_04_why_not_d_k",
                       "Lesson 4: 1/sqrt(d_k) keeps the softmax the same at every d_k; 1/d_k "
-                      "flattens it to uniform as d_k grows.");
+                      "flattens it to uniform as d_k grows; then each scale in training.");
   const lessons::Lesson lesson = lessons::parse_lesson(args, "04_why_not_d_k", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
@@ -119,6 +301,9 @@ int run(int argc, char** argv) {
                             .reference = true});
   lessons::write_figure(lesson, "why_not_d_k.svg",
                         plot::render_svg_grid({entropy, lost}, 2, {.legend_once = true}));
+  lessons::write_figure(lesson, "training.svg",
+                        plot::render_svg_grid(training_comparison(modes, labels, lesson.seed), 2,
+                                              {.legend_once = true}));
   return 0;
 }
 

@@ -7,14 +7,16 @@
 // input L-1-i, and the weights show it as an anti-diagonal.
 //
 // One head gives each query one set of weights, one mix of the values. When
-// an output needs two different input positions at once, one head must
-// split its weight between them and the two tokens blur into one mix; two
-// heads of half the width can each look at one. The task here: output i
-// names the pair (input i, input L-1-i). Same width, same steps: one head
-// against two. Both solve it; what differs is where the second read happens
-// (two heads: in the cross-attention; one head: a layer earlier, in the
-// encoder's self-attention), and the probes print it.
+// an output needs two tokens at once, one head must split its weight
+// between them and they arrive added together: with equal weights the
+// pairs (a, b) and (b, a) give the same mix, so it can only tell them apart
+// by weighting one more than the other, which leaves the other faint. Two
+// heads of half the width each read one token. The task here (one decoder
+// layer, so no earlier layer can fetch a token for it): at each position t,
+// name the ordered pair (x_{t-1}, x_{t-3}). One head against two, same
+// width, parameters, data and steps, three seeds.
 // Page: docs/lessons/07_cross_attention_and_heads.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -55,44 +57,15 @@ void train(nn::EncoderDecoder& model, int steps, MakeBatch make_batch, Generator
   }
 }
 
-// The pair task: src s_0 .. s_5 EOS of 4 symbols, target p_0 .. p_5 EOS with
-// p_i the pair (s_i, s_{5-i}) as one token of its own, id 7 + 4 s_i + s_{5-i}.
-constexpr int64_t kPairLen = 6, kPairSymbols = 4;
-constexpr int64_t kPairVocab = nn::kFirstContentToken + kPairSymbols + kPairSymbols * kPairSymbols;
-nn::Seq2SeqBatch pair_batch(int64_t batch, Generator& gen) {
-  const int64_t n = kPairSymbols, s_len = kPairLen + 1;
-  std::vector<int64_t> src, tgt_in, tgt_out;
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<int64_t> s;
-    for (int64_t i = 0; i < kPairLen; ++i) s.push_back(static_cast<int64_t>(gen.below(n)));
-    tgt_in.push_back(nn::kBosToken);
-    for (int64_t i = 0; i < kPairLen; ++i) {
-      src.push_back(nn::kFirstContentToken + s[i]);
-      const int64_t pair = nn::kFirstContentToken + n + n * s[i] + s[kPairLen - 1 - i];
-      tgt_out.push_back(pair);
-      if (i + 1 < kPairLen) tgt_in.push_back(pair);
-    }
-    src.push_back(nn::kEosToken);
-    tgt_in.push_back(tgt_out.back());
-    tgt_out.push_back(nn::kEosToken);
-  }
-  return {from_vector(src, {batch, s_len}), from_vector(tgt_in, {batch, s_len}),
-          from_vector(tgt_out, {batch, s_len}), zeros({batch, s_len})};
-}
-
 // Cross-attention weights (H, T, S) of the decoder's layer for one example,
-// and the encoder's self-attention weights (H, S, S), teacher-forced.
-struct Maps {
-  Tensor cross, encoder;
-};
-Maps attention_maps(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& one) {
+// teacher-forced.
+Tensor cross_attention(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& one) {
   NoGradGuard no_grad;
   auto& cross = *model.decoder->layers[0]->cross_attn;
-  auto& self = *model.encoder->layers[0]->self_attn;
-  cross.record_probe = self.record_probe = true;
+  cross.record_probe = true;
   model.forward(one.src, one.tgt_in, one.src_pad);
-  cross.record_probe = self.record_probe = false;
-  return {cross.probe.weights.data().select(0, 0), self.probe.weights.data().select(0, 0)};
+  cross.record_probe = false;
+  return cross.probe.weights.data().select(0, 0);
 }
 
 // Mean weight that output i (i < L) puts on source position f(i), per head.
@@ -120,10 +93,95 @@ nn::Seq2SeqBatch reverse_example(const std::vector<int64_t>& symbols) {
           from_vector(tgt_out, {1, n + 1}), zeros({1, n + 1})};
 }
 
+// The two-reads task: x_0 .. x_11 of 16 symbols; the target at t >= 3 is the
+// ordered pair (x_{t-1}, x_{t-3}) as one token of its own, id 19 + 16 a + b;
+// at t < 3 padding (not scored). Read by one causal decoder layer.
+constexpr int64_t kSeqLen = 12, kSymbols = 16, kFirstScored = 3, kPairSteps = 250;
+constexpr int64_t kTwoReadsVocab = nn::kFirstContentToken + kSymbols + kSymbols * kSymbols;
+struct LmBatch {
+  Tensor ids, targets;  // (B, 12) each
+};
+LmBatch two_reads_batch(int64_t batch, Generator& gen) {
+  std::vector<int64_t> ids, targets;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<int64_t> x;
+    for (int64_t t = 0; t < kSeqLen; ++t) x.push_back(gen.below(static_cast<uint64_t>(kSymbols)));
+    for (int64_t t = 0; t < kSeqLen; ++t) {
+      ids.push_back(nn::kFirstContentToken + x[t]);
+      targets.push_back(t < kFirstScored
+                            ? nn::kPadToken
+                            : nn::kFirstContentToken + kSymbols + kSymbols * x[t - 1] + x[t - 3]);
+    }
+  }
+  return {from_vector(ids, {batch, kSeqLen}), from_vector(targets, {batch, kSeqLen})};
+}
+
+nn::ModelConfig one_layer_lm(int64_t heads) {
+  nn::ModelConfig c;
+  c.vocab = kTwoReadsVocab, c.max_len = kSeqLen;
+  c.d_model = 32, c.heads = heads, c.layers = 1, c.d_ff = 64;
+  return c;
+}
+
+struct PairRun {
+  std::vector<double> losses;  // held-out loss every 50 steps
+  double accuracy = 0;         // held-out, at the end
+  Tensor weights;              // (B, H, T, T) on the held-out set, at the end
+};
+
+// Trains from its own seed, evaluating on `held_out`. The batches come from
+// a generator of their own, so one head and two see the same data.
+PairRun train_two_reads(int64_t heads, uint64_t seed, const LmBatch& held_out) {
+  Generator init(seed), data(seed + 100);
+  nn::DecoderLM model(one_layer_lm(heads), init);
+  nn::AdamW optimizer(model.parameters(), /*lr=*/3e-3, nn::AdamWSettings::attention_paper());
+  PairRun run;
+  auto& attention = *model.decoder->layers[0]->self_attn;
+  for (int64_t step = 1; step <= kPairSteps; ++step) {
+    LmBatch batch = two_reads_batch(64, data);
+    Variable loss = nn::cross_entropy(model.forward(batch.ids), batch.targets, nn::kPadToken);
+    optimizer.zero_grad();
+    loss.backward();
+    nn::clip_grad_norm(model.parameters(), 1.0);
+    optimizer.step();
+    if (step % 50 != 0) continue;
+    NoGradGuard no_grad;
+    attention.record_probe = step == kPairSteps;
+    Variable logits = model.forward(held_out.ids);
+    attention.record_probe = false;
+    run.losses.push_back(nn::cross_entropy(logits, held_out.targets, nn::kPadToken).item());
+    if (step < kPairSteps) continue;
+    const Tensor guess = max(logits.data(), -1).indices;
+    int64_t right = 0, total = 0;
+    for (int64_t b = 0; b < guess.shape()[0]; ++b)
+      for (int64_t t = kFirstScored; t < kSeqLen; ++t, ++total)
+        right += guess.at({b, t}) == held_out.targets.at({b, t});
+    run.accuracy = static_cast<double>(right) / static_cast<double>(total);
+    run.weights = attention.probe.weights.data();
+  }
+  return run;
+}
+
+// Weight of the query at t on the token k back, k = 0 .. 3, then on all
+// others: mean over scored queries (t >= 3) and the batch, per head.
+std::vector<std::vector<double>> weight_by_offset(const Tensor& w) {
+  const int64_t batch = w.shape()[0], heads = w.shape()[1];
+  std::vector<std::vector<double>> out(static_cast<size_t>(heads), std::vector<double>(5, 0.0));
+  const double n = static_cast<double>(batch * (kSeqLen - kFirstScored));
+  for (int64_t h = 0; h < heads; ++h) {
+    auto& row = out[static_cast<size_t>(h)];
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = kFirstScored; t < kSeqLen; ++t)
+        for (int64_t k = 0; k <= 3; ++k) row[static_cast<size_t>(k)] += w.at({b, h, t, t - k}) / n;
+    row[4] = 1 - row[0] - row[1] - row[2] - row[3];
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   cli::ArgParser args("lesson_07_cross_attention_and_heads",
                       "Lesson 7: cross-attention reads the input in the order the output needs; "
-                      "several heads read several places at once.");
+                      "one head against two where every output needs two tokens at once.");
   const lessons::Lesson lesson =
       lessons::parse_lesson(args, "07_cross_attention_and_heads", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
@@ -136,11 +194,11 @@ int run(int argc, char** argv) {
   std::printf("reverse, 400 steps: held-out greedy accuracy %.3f\n",
               lessons::greedy_accuracy(reverse, nn::make_batch(task, 256, gen)));
   const nn::Seq2SeqBatch example = reverse_example({3, 1, 4, 1, 5, 9});
-  const Maps rev = attention_maps(reverse, example);
+  const Tensor rev = cross_attention(reverse, example);
   std::printf("\ncross-attention of \"3 1 4 1 5 9\" -> \"9 5 1 4 1 3\", mean of the 2 heads\n");
   std::printf("(queries: the decoder writing each output; keys: the encoder's source tokens)\n");
   std::printf("writes |   3    1    4    1    5    9  <eos>\n");
-  const Tensor mean_heads = mean(rev.cross, {0});  // (T, S)
+  const Tensor mean_heads = mean(rev, {0});  // (T, S)
   for (int64_t i = 0; i < 7; ++i) {
     const auto written = static_cast<int64_t>(example.tgt_out.at({0, i})) - 3;
     std::printf("%6s |", i < 6 ? std::to_string(written).c_str() : "<eos>");
@@ -151,46 +209,67 @@ int run(int argc, char** argv) {
       mean_weight_on(mean_heads.unsqueeze(0), 6, [](int64_t i) { return 5 - i; });
   std::printf("mean weight of output i on source 5 - i: %.2f\n", mirror[0]);
 
-  // 2. The pair task: one head against two at the same width.
-  std::printf("\npairs: output i names (s_i, s_{5-i}), one token of 16; d_model 32, 200 steps\n");
-  std::printf("cross-attention of output i, mean over i: weight on source i | on source 5 - i\n");
-  std::printf("heads  d_k  accuracy  cross-attention per head        encoder self-attn on 5 - i\n");
-  std::vector<Maps> pairs;
+  // 2. Two reads per output: one head against two at the same width.
+  std::printf("\ntwo reads: at each t name the pair (x_{t-1}, x_{t-3}), one token of 256;\n");
+  std::printf("16 symbols, 12 tokens; one causal decoder layer, d_model 32, d_ff 64;\n");
+  std::printf("%lld steps of 64; held out: the same 512 sequences for every run\n",
+              static_cast<long long>(kPairSteps));
+  std::printf("\nheld-out loss, nats, at step    50     100     150     200     250  accuracy\n");
+  Generator held_gen(static_cast<uint64_t>(lesson.seed) + 1000);
+  const LmBatch held_out = two_reads_batch(512, held_gen);
+  std::vector<std::vector<PairRun>> runs(2);  // runs[heads - 1][seed]
   for (int64_t heads : {1, 2}) {
-    nn::EncoderDecoder model(tiny_seq2seq(kPairVocab, kPairLen + 1, heads), gen);
-    train(
-        model, 200, [](Generator& g) { return pair_batch(64, g); }, gen);
-    const double acc = lessons::greedy_accuracy(model, pair_batch(512, gen));
-    pairs.push_back(attention_maps(model, pair_batch(1, gen)));
-    const Maps& m = pairs.back();
-    const auto same = mean_weight_on(m.cross, kPairLen, [](int64_t i) { return i; });
-    const auto flip = mean_weight_on(m.cross, kPairLen, [](int64_t i) { return 5 - i; });
-    const auto enc = mean_weight_on(mean(m.encoder, {0}).unsqueeze(0), kPairLen,
-                                    [](int64_t i) { return 5 - i; });
-    std::string per_head;
-    for (int64_t h = 0; h < heads; ++h) {
-      char text[40];
-      std::snprintf(text, sizeof text, "head %lld: %.2f | %.2f  ", static_cast<long long>(h + 1),
-                    same[h], flip[h]);
-      per_head += text;
+    for (uint64_t s = 0; s < 3; ++s) {
+      const uint64_t seed = static_cast<uint64_t>(lesson.seed) + s;
+      runs[static_cast<size_t>(heads - 1)].push_back(train_two_reads(heads, seed, held_out));
+      const PairRun& r = runs[static_cast<size_t>(heads - 1)].back();
+      std::printf("%lld %-5s (d_k %2lld), seed %llu    ", static_cast<long long>(heads),
+                  heads == 1 ? "head" : "heads", static_cast<long long>(32 / heads),
+                  static_cast<unsigned long long>(seed));
+      for (double loss : r.losses) std::printf(" %6.3f ", loss);
+      std::printf("  %6.3f\n", r.accuracy);
     }
-    std::printf("%5lld  %3lld  %8.3f  %-32s %.2f\n", static_cast<long long>(heads),
-                static_cast<long long>(32 / heads), acc, per_head.c_str(), enc[0]);
+  }
+  std::printf("\nat step %lld, over the 3 seeds      held-out loss         accuracy\n",
+              static_cast<long long>(kPairSteps));
+  for (size_t h = 0; h < 2; ++h) {
+    double lo = INFINITY, hi = -INFINITY, acc_lo = INFINITY, acc_hi = -INFINITY;
+    for (const PairRun& r : runs[h]) {
+      lo = std::min(lo, r.losses.back()), hi = std::max(hi, r.losses.back());
+      acc_lo = std::min(acc_lo, r.accuracy), acc_hi = std::max(acc_hi, r.accuracy);
+    }
+    std::printf("%zu %-5s                          %.3f to %.3f   %.3f to %.3f  %s\n", h + 1,
+                h == 0 ? "head" : "heads", lo, hi, acc_lo, acc_hi,
+                lessons::bar(hi, 1.0, 20).c_str());
   }
 
-  // The figure: the reverse model's two cross-attention heads, then the pair
-  // models' heads and, for one head, the encoder self-attention that helps it.
-  std::vector<std::string> src_labels, out_labels, pair_src, pair_out;
+  std::printf("\nwhere each head looks at step %lld (seed %lld): weight of the query at t on\n",
+              static_cast<long long>(kPairSteps), static_cast<long long>(lesson.seed));
+  std::printf("the token k back, mean over t >= 3 and the held-out set\n");
+  std::printf("model    head    k=0     k=1     k=2     k=3     other\n");
+  for (size_t h = 0; h < 2; ++h) {
+    const auto offsets = weight_by_offset(runs[h][0].weights);
+    for (size_t head = 0; head < offsets.size(); ++head) {
+      std::printf("%zu %-5s  %4zu", h + 1, h == 0 ? "head" : "heads", head + 1);
+      for (double w : offsets[head]) std::printf("    %4.2f", w);
+      std::printf("\n");
+    }
+  }
+
+  // The figure: the reverse model's two cross-attention heads, then every
+  // head of the two-reads models (seed --seed) on the first held-out sequence.
+  std::vector<std::string> src_labels, out_labels, seq_labels, pair_labels;
   for (int64_t j = 0; j < 6; ++j) {
     src_labels.push_back(std::to_string(static_cast<int64_t>(example.src.at({0, j})) - 3));
     out_labels.push_back(std::to_string(static_cast<int64_t>(example.tgt_out.at({0, j})) - 3));
   }
   src_labels.push_back("eos"), out_labels.push_back("eos");
-  for (int64_t j = 0; j < kPairLen; ++j) pair_src.push_back("s" + std::to_string(j));
-  pair_src.push_back("eos");
-  for (int64_t i = 0; i < kPairLen; ++i)
-    pair_out.push_back("s" + std::to_string(i) + ",s" + std::to_string(5 - i));
-  pair_out.push_back("eos");
+  for (int64_t t = 0; t < kSeqLen; ++t) {
+    seq_labels.push_back(std::to_string(static_cast<int64_t>(held_out.ids.at({0, t})) - 3));
+    pair_labels.push_back(t < kFirstScored ? "-"
+                                           : seq_labels[static_cast<size_t>(t - 1)] + "," +
+                                                 seq_labels[static_cast<size_t>(t - 3)]);
+  }
   auto panel = [](std::string title, const Tensor& w, std::vector<std::string> rows,
                   std::vector<std::string> columns) {
     return plot::Heatmap{.title = std::move(title),
@@ -200,20 +279,20 @@ int run(int argc, char** argv) {
                          .row_labels = std::move(rows),
                          .column_labels = std::move(columns)};
   };
+  const Tensor one_head = runs[0][0].weights.select(0, 0),
+               two_heads = runs[1][0].weights.select(0, 0);
   const std::vector<plot::HeatmapRow> grid = {
       {.heading = "reverse \"3 1 4 1 5 9\": cross-attention, outputs down, source across",
-       .panels = {panel("head 1", rev.cross.select(0, 0), out_labels, src_labels),
-                  panel("head 2", rev.cross.select(0, 1), out_labels, src_labels)}},
-      {.heading =
-           "pairs (s_i, s_5-i): queries (outputs, or source for the encoder) down, source across",
-       .panels = {
-           panel("1 head: encoder self-attn", mean(pairs[0].encoder, {0}), pair_src, pair_src),
-           panel("1 head: cross-attn", pairs[0].cross.select(0, 0), pair_out, pair_src),
-           panel("2 heads: cross head 1", pairs[1].cross.select(0, 0), pair_out, pair_src),
-           panel("2 heads: cross head 2", pairs[1].cross.select(0, 1), pair_out, pair_src)}}};
-  lessons::write_figure(lesson, "cross_attention_heads.svg",
-                        plot::render_heatmap_grid(
-                            grid, {.matrix_size = 140, .title = {"Cross-attention and heads"}}));
+       .panels = {panel("head 1", rev.select(0, 0), out_labels, src_labels),
+                  panel("head 2", rev.select(0, 1), out_labels, src_labels)}},
+      {.heading = "two reads (x_t-1, x_t-3): queries down (the pair to name), tokens across",
+       .panels = {panel("1 head (d_k 32)", one_head.select(0, 0), pair_labels, seq_labels),
+                  panel("2 heads: head 1", two_heads.select(0, 0), pair_labels, seq_labels),
+                  panel("2 heads: head 2", two_heads.select(0, 1), pair_labels, seq_labels)}}};
+  lessons::write_figure(
+      lesson, "cross_attention_heads.svg",
+      plot::render_heatmap_grid(
+          grid, {.matrix_size = 140, .title = {"Cross-attention, and one head against two"}}));
   return 0;
 }
 
