@@ -20,16 +20,20 @@ namespace {
 
 // The parts' costs in units of the calibration workload (study_time.h),
 // fitted on a 2-core AMD EPYC (examples/study/README.md says how). The
-// default parts' from an idle default run on 2 threads (fresh clone of
-// aa33a31, calibration 0.024 s; init 19.9 s, train 140, sgd 41.9, depth
-// 3.28), so they include what two threads side by side cost each other;
-// the --full parts' from their seconds beside train's in the --full run of
-// docs/programs.md. A training part's units per training_units() of its
-// runs (its evaluations, probes and early stops differ), and the
-// measurements'.
-constexpr double kTrainUnits = 60, kSgdUnits = 45, kLrUnits = 40, kWidthUnits = 97,
+// default parts' from four default runs on 2 threads (fresh clone of
+// aa33a31, calibration 0.024 s: init 19.9 s, train 140, sgd 41.9, depth
+// 3.28; this study at seeds 0, 1, 2, calibration 0.018-0.019 s: init 12.5 to
+// 18.6 s, train 127 to 140): the middle of what they took per unit, so
+// they include what two threads side by side cost each other. Train's
+// against init's matters most, as the ETA after the first 10% of the work
+// (init) extrapolates init's pace: it was 7.0 to 10.5 times init's in
+// those runs, and is 8.6 here. The --full parts' from their seconds beside
+// train's in the --full run of docs/programs.md. A training part's units
+// per training_units() of its runs (its evaluations, probes and early
+// stops differ), and the measurements'.
+constexpr double kTrainUnits = 67, kSgdUnits = 45, kLrUnits = 40, kWidthUnits = 97,
                  kDepthTrainUnits = 36, kLengthUnits = 74;
-constexpr double kInitUnitsPerMillion = 163;  // per million d_k x max(n_keys, 64) of a row
+constexpr double kInitUnitsPerMillion = 151;  // per million d_k x max(n_keys, 64) of a row
 constexpr double kDepthUnitsPerLayer = 0.39;  // per layer of a stack and 8 draws
 constexpr double kLengthMeasureUnits = 2200;  // the length part's measurements at initialisation
 
