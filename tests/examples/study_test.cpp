@@ -305,17 +305,21 @@ TEST(StudyVerdicts, C3JudgesTheFocusInTraining) {
     return b;
   };
   const TrainResult flat = train_with(0.3), close = train_with(0.05);
-  const Verdict& holds = verdict_of_id(init_claims(ideal_rows(0.01), {}, &flat), "C3", false);
+  // The verdicts are kept: verdict_of_id returns a reference into them.
+  const std::vector<Verdict> with_flat = init_claims(ideal_rows(0.01), {}, &flat),
+                             with_close = init_claims(ideal_rows(0.01), {}, &close),
+                             untrained = init_claims(ideal_rows(0.01), {});
+  const Verdict& holds = verdict_of_id(with_flat, "C3", false);
   EXPECT_EQ(holds.verdict, "holds") << holds.reason;
   EXPECT_NE(holds.reason.find("on reverse: yes, recall: yes"), std::string::npos) << holds.reason;
   EXPECT_NE(holds.measured.find("over steps 10 to 50 +0.3"), std::string::npos) << holds.measured;
   EXPECT_NE(holds.measured.find("learning, not judged"), std::string::npos) << holds.measured;
   // Flatter by less than the margin: flat at the start, not kept in training.
-  const Verdict& partly = verdict_of_id(init_claims(ideal_rows(0.01), {}, &close), "C3", false);
+  const Verdict& partly = verdict_of_id(with_close, "C3", false);
   EXPECT_EQ(partly.verdict, "partly holds") << partly.reason;
   EXPECT_NE(partly.reason.find("on reverse: no, recall: no"), std::string::npos) << partly.reason;
   // Without training it is judged at initialisation, and says so.
-  const Verdict& init_only = verdict_of_id(init_claims(ideal_rows(0.01), {}), "C3", false);
+  const Verdict& init_only = verdict_of_id(untrained, "C3", false);
   EXPECT_EQ(init_only.verdict, "holds");
   EXPECT_NE(init_only.reason.find("judged at initialisation"), std::string::npos);
 }
