@@ -16,6 +16,7 @@
 #include "tensor/kernels/cpu_dispatch.h"
 #include "tensor/kernels/dot_gemm.h"
 #include "tensor/kernels/gemm.h"
+#include "tests/tensor/kernels/cpu_levels.h"
 
 namespace gradflow {
 namespace {
@@ -97,17 +98,6 @@ int64_t wrong_elements(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool
         ADD_FAILURE() << "wrote past row " << i << "'s end, at column " << j;
   }
   return wrong;
-}
-
-// Each CPU level this machine can run (as packed_gemm_test.cpp).
-template <class F>
-void at_every_level(const F& body) {
-  for (int level : {4, 3, 1}) {
-    const int previous = set_cpu_level_cap(level);
-    if (!kCpuDispatch || cpu_level() == level) body();
-    set_cpu_level_cap(previous);
-    if (!kCpuDispatch) return;
-  }
 }
 
 // Every shape of kEdges up to 2^19 multiply-adds, through `direct_dot` or gemm().

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tests/tensor/kernels/cpu_levels.h"
 
 namespace gradflow {
 namespace {
@@ -98,22 +99,6 @@ void expect_every_layout() {
   for (const Size& s : kSizes)
     for (bool a_t : {false, true})
       for (bool b_t : {false, true}) expect_product<T>(s, a_t, b_t, /*with_bias=*/a_t == b_t);
-}
-
-// Each CPU level this machine can run: the AVX-512 tile, the AVX2 tile, and
-// baseline x86-64 (the AVX2 tile's shape, compiled for SSE2).
-template <class F>
-void at_every_level(const F& body) {
-  for (int level : {4, 3, 1}) {
-    const int previous = set_cpu_level_cap(level);
-    if (kCpuDispatch && cpu_level() != level) {  // this CPU cannot run it
-      set_cpu_level_cap(previous);
-      continue;
-    }
-    body();
-    set_cpu_level_cap(previous);
-    if (!kCpuDispatch) return;  // the compiler's flags decide: one level
-  }
 }
 
 TEST(PackedGemm, Float32MatchesTheLoopAtEveryBlockEdge) {
