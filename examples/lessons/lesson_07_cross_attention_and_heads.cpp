@@ -285,7 +285,7 @@ int run(int argc, char** argv) {
       {.heading = "reverse \"3 1 4 1 5 9\": cross-attention, outputs down, source across",
        .panels = {panel("head 1", rev.select(0, 0), out_labels, src_labels),
                   panel("head 2", rev.select(0, 1), out_labels, src_labels)}},
-      {.heading = "two reads (x_t-1, x_t-3): queries down (the pair to name), tokens across",
+      {.heading = "two reads (x_t-1, x_t-3): pairs to name down, tokens across",
        .panels = {panel("1 head (d_k 32)", one_head.select(0, 0), pair_labels, seq_labels),
                   panel("2 heads: head 1", two_heads.select(0, 0), pair_labels, seq_labels),
                   panel("2 heads: head 2", two_heads.select(0, 1), pair_labels, seq_labels)}}};
