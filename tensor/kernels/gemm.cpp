@@ -177,6 +177,14 @@ bool own_small(int64_t m, int64_t n, int64_t k) {
   return cpu_has_avx512() && m * n * k < (int64_t{1} << 20);
 }
 
+}  // namespace
+
+bool gemm_splits_itself(int64_t m, int64_t n, int64_t k) {
+  return !is_small_gemm(m, n, k) && !tiles_beat_blas(m, n, k) && own_path() && !own_small(m, n, k);
+}
+
+namespace {
+
 template <class T>
 void own_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
               int64_t n, int64_t k, const T* bias) {

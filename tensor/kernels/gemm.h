@@ -51,6 +51,11 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
   gemm(a, la, b, lb, c, ldc, m, n, k, is_small_gemm(m, n, k));
 }
 
+// Whether gemm() runs this product (not small) in our packed GEMM, which
+// splits itself over the pool (packed_gemm.h): matmul then hands it over
+// whole rather than cut into pieces that would each pack all of B.
+bool gemm_splits_itself(int64_t m, int64_t n, int64_t k);
+
 // Where row i of op(A) starts.
 template <class T>
 const T* gemm_row(const T* a, GemmOperand la, int64_t i) {

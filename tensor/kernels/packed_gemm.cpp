@@ -7,6 +7,7 @@
 
 #include "tensor/kernels/cpu_dispatch.h"
 #include "tensor/kernels/lanes.h"
+#include "tensor/parallel.h"
 
 // This file is compiled with -ffp-contract=fast (tensor/CMakeLists.txt): the
 // micro-kernel's `acc += a * b` must be one fused multiply-add, twice the
@@ -132,28 +133,49 @@ T* buffer(std::vector<T>& v, int64_t size) {
   return static_cast<T*>(std::align(64, sizeof(T) * static_cast<size_t>(size), start, space));
 }
 
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// A block of rows of C per piece of work: L2's kMC on one thread; on more,
+// kBlocksPerThread blocks per thread (down to one tile), claimed as the
+// threads finish, so a thread the shared machine slows takes fewer.
+constexpr int64_t kBlocksPerThread = 4;
+
 template <class T, int MR, int V>
 void blocked_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc,
                   int64_t m, int64_t n, int64_t k, const T* bias) {
   using B = Blocking<T, MR, V>;
-  thread_local std::vector<T> a_buffer, b_buffer;
+  const int64_t threads = num_threads();
+  const int64_t blocks = threads == 1 ? 1 : threads * kBlocksPerThread;  // wanted, at least
+  const int64_t mc_step = std::clamp(round_up((m + blocks - 1) / blocks, MR), int64_t{MR}, B::kMC);
+  const int64_t row_blocks = (m + mc_step - 1) / mc_step;
+  // The caller's buffer for each panel of B, which every thread reads: packed
+  // once for all of them, not once per thread (or per piece of C).
+  thread_local std::vector<T> b_buffer;
   for (int64_t jc = 0; jc < n; jc += B::kNC) {
     const int64_t nc = std::min(B::kNC, n - jc);
-    const int64_t nc_padded = (nc + B::kNR - 1) / B::kNR * B::kNR;
+    const int64_t panels = (nc + B::kNR - 1) / B::kNR;
+    const int64_t pack_pieces = std::min(panels, threads * kBlocksPerThread);
     for (int64_t pc = 0; pc < k; pc += B::kKC) {
       const int64_t kc = std::min(B::kKC, k - pc);
-      T* bp = buffer(b_buffer, nc_padded * kc);
-      pack_b<T, B::kNR>(b, lb, n, jc, nc, pc, kc, bp);
-      for (int64_t ic = 0; ic < m; ic += B::kMC) {
-        const int64_t mc = std::min(B::kMC, m - ic);
-        T* ap = buffer(a_buffer, (mc + MR - 1) / MR * MR * kc);
-        pack_a<T, MR>(a, la, m, ic, mc, pc, kc, ap);
-        for (int64_t jr = 0; jr < nc; jr += B::kNR)
-          for (int64_t ir = 0; ir < mc; ir += MR)
-            micro_kernel<T, MR, V>(ap + ir * kc, bp + jr * kc, kc, c + (ic + ir) * ldc + jc + jr,
-                                   ldc, std::min<int64_t>(MR, mc - ir), std::min(B::kNR, nc - jr),
-                                   pc == 0, bias ? bias + jc + jr : nullptr);
-      }
+      T* bp = buffer(b_buffer, panels * B::kNR * kc);
+      parallel_pieces(pack_pieces, [&](int64_t first, int64_t last) {
+        const int64_t from = first * panels / pack_pieces, to = last * panels / pack_pieces;
+        pack_b<T, B::kNR>(b, lb, n, jc + from * B::kNR, std::min(nc, to * B::kNR) - from * B::kNR,
+                          pc, kc, bp + from * B::kNR * kc);
+      });
+      parallel_pieces(row_blocks, [&](int64_t first, int64_t last) {
+        thread_local std::vector<T> a_buffer;  // each thread packs its own rows of A
+        for (int64_t ic = first * mc_step; ic < std::min(m, last * mc_step); ic += mc_step) {
+          const int64_t mc = std::min(mc_step, m - ic);
+          T* ap = buffer(a_buffer, round_up(mc, MR) * kc);
+          pack_a<T, MR>(a, la, m, ic, mc, pc, kc, ap);
+          for (int64_t jr = 0; jr < nc; jr += B::kNR)
+            for (int64_t ir = 0; ir < mc; ir += MR)
+              micro_kernel<T, MR, V>(ap + ir * kc, bp + jr * kc, kc, c + (ic + ir) * ldc + jc + jr,
+                                     ldc, std::min<int64_t>(MR, mc - ir), std::min(B::kNR, nc - jr),
+                                     pc == 0, bias ? bias + jc + jr : nullptr);
+        }
+      });
     }
   }
 }
@@ -163,11 +185,12 @@ void blocked_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, 
 template <class T>
 void packed_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc,
                  int64_t m, int64_t n, int64_t k, const T* bias) {
-  // Compiled for each CPU level (cpu_dispatch.h); the tile fits its registers.
+  // The tile fits the CPU's registers; each piece of work is compiled for
+  // each CPU level (parallel.h's run_chunk, cpu_dispatch.h).
   if (cpu_has_avx512()) {
-    run_for_this_cpu([&] { blocked_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
+    blocked_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias);
   } else {
-    run_for_this_cpu([&] { blocked_gemm<T, 6, 1>(a, la, b, lb, c, ldc, m, n, k, bias); });
+    blocked_gemm<T, 6, 1>(a, la, b, lb, c, ldc, m, n, k, bias);
   }
 }
 

@@ -24,7 +24,9 @@
 namespace gradflow {
 
 // C (M, N, row stride ldc) = op(A) (M, K) op(B) (K, N), plus `bias` (N
-// values, or null) on every row, on the calling thread. REQUIRES: M, N, K > 0.
+// values, or null) on every row, on the pool's threads (parallel.h): they
+// share each packed panel of B and claim blocks of rows of C, and a call
+// from inside a parallel_for runs on its thread alone. REQUIRES: M, N, K > 0.
 template <class T>
 void packed_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc,
                  int64_t m, int64_t n, int64_t k, const T* bias);

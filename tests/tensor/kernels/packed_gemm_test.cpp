@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensor/kernels/cpu_dispatch.h"
+#include "tensor/parallel.h"
 #include "tests/tensor/kernels/cpu_levels.h"
 
 namespace gradflow {
@@ -107,6 +108,37 @@ TEST(PackedGemm, Float32MatchesTheLoopAtEveryBlockEdge) {
 
 TEST(PackedGemm, Float64MatchesTheLoopAtEveryBlockEdge) {
   at_every_level([] { expect_every_layout<double>(); });
+}
+
+// On the pool the threads share each packed panel of B and take blocks of
+// rows of C: every edge again, at 2 and 3 threads (blocks of other heights,
+// panels packed in pieces).
+TEST(PackedGemm, OnThePoolMatchesTheLoopAtEveryBlockEdge) {
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    at_every_level([] {
+      expect_every_layout<float>();
+      expect_every_layout<double>();
+    });
+  }
+  set_num_threads(1);
+}
+
+// The thread count changes who computes a block, not its bits.
+TEST(PackedGemm, TheThreadCountChangesNoBit) {
+  const int64_t m = 301, n = 4200, k = 400;  // rows in several blocks, two panels of B, k in three
+  const Operand<float> a(m, k, true, 3), b(k, n, false, 5);
+  const std::vector<float> bias = values<float>(n, 7);
+  std::vector<std::vector<float>> runs;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    runs.emplace_back(static_cast<size_t>(m * n));
+    packed_gemm(a.data.data(), a.layout, b.data.data(), b.layout, runs.back().data(), n, m, n, k,
+                bias.data());
+  }
+  set_num_threads(1);
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
 }
 
 // The bits of an element do not depend on where the caller cuts C: each
