@@ -164,6 +164,8 @@ void set_num_threads(int threads) {
 
 int num_threads() { return pool().threads(); }
 
+int threads_here() { return Pool::in_parallel ? 1 : num_threads(); }
+
 #if defined(__SSE__)
 void set_flush_denormals(bool on) { set_float_mode(on ? kFlushBits : 0); }
 bool flush_denormals() { return float_mode() == kFlushBits; }

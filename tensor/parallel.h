@@ -34,6 +34,9 @@ namespace gradflow {
 // REQUIRES: 1 <= threads <= 256; not called while a parallel_for runs.
 void set_num_threads(int threads);
 int num_threads();
+// The threads a parallel_for called here would use: 1 inside a parallel_for's
+// chunk (the scaling study's jobs, data-parallel steps), else num_threads().
+int threads_here();
 
 // Denormal (subnormal) floats, below about 1.2e-38 in float32: Intel cores
 // take a slow path, tens of times slower, for each operation that reads or

@@ -144,7 +144,7 @@ template <class T, int MR, int V>
 void blocked_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc,
                   int64_t m, int64_t n, int64_t k, const T* bias) {
   using B = Blocking<T, MR, V>;
-  const int64_t threads = num_threads();
+  const int64_t threads = threads_here();
   const int64_t blocks = threads == 1 ? 1 : threads * kBlocksPerThread;  // wanted, at least
   const int64_t mc_step = std::clamp(round_up((m + blocks - 1) / blocks, MR), int64_t{MR}, B::kMC);
   const int64_t row_blocks = (m + mc_step - 1) / mc_step;

@@ -66,6 +66,17 @@ TEST(Parallel, NestedCallsRunSerially) {
   EXPECT_EQ(sum, 4000);
 }
 
+// What a kernel asks before it cuts its work for the pool (packed_gemm.cpp).
+TEST(Parallel, ThreadsHereIsOneInsideAChunk) {
+  ThreadsFor pool(2);
+  EXPECT_EQ(threads_here(), 2);
+  std::atomic<int> inside_most{0};
+  parallel_for(
+      4, 1, [&](int64_t, int64_t) { inside_most = std::max(inside_most.load(), threads_here()); });
+  EXPECT_EQ(inside_most, 1);
+  EXPECT_EQ(threads_here(), 2);
+}
+
 TEST(Parallel, CallersOnSeveralThreadsAllFinish) {
   ThreadsFor pool(2);
   std::atomic<int64_t> total{0};
