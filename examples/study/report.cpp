@@ -78,7 +78,10 @@ std::vector<std::vector<std::string>> mode_panels(const std::vector<std::string>
 
 std::string panel_suffix(size_t index, size_t count) {
   if (count < 2) return "";
-  return index == 0 ? ": main arms" : ": more arms";
+  if (index == 0) return ": main arms";
+  if (count == 2) return ": more arms";
+  // Three or more rows (--full's arms): each its own title.
+  return ": more arms, " + std::to_string(index) + " of " + std::to_string(count - 1);
 }
 
 void add_point(plot::Series& s, double x, const Interval& i) {

@@ -103,6 +103,20 @@ TEST(StudyFigures, ModePanelsAreReadableForEveryModeSet) {
   EXPECT_TRUE(mode_series("qk_l2norm").dashed);
 }
 
+// A figure's rows of arms each have a title of their own (--full's three
+// rows had two called "more arms").
+TEST(StudyFigures, EveryRowOfArmsHasItsOwnTitle) {
+  EXPECT_EQ(panel_suffix(0, 1), "");
+  EXPECT_EQ(panel_suffix(0, 2), ": main arms");
+  EXPECT_EQ(panel_suffix(1, 2), ": more arms");
+  const size_t rows = mode_panels(study_modes()).size();
+  std::vector<std::string> titles;
+  for (size_t i = 0; i < rows; ++i) titles.push_back(panel_suffix(i, rows));
+  std::sort(titles.begin(), titles.end());
+  EXPECT_EQ(std::adjacent_find(titles.begin(), titles.end()), titles.end());
+  EXPECT_EQ(titles.size(), 3u);
+}
+
 TEST(StudyModes, TheControlStartsWithSmallerQueriesAndKeys) {
   Generator g1(3), g2(3);
   nn::MultiHeadAttention plain(8, {.heads = 1, .head_dim = 16, .scale = scale_mode_of("none")},
