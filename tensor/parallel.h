@@ -35,7 +35,7 @@ namespace gradflow {
 void set_num_threads(int threads);
 int num_threads();
 // The threads a parallel_for called here would use: 1 inside a parallel_for's
-// chunk (the scaling study's jobs, data-parallel steps), else num_threads().
+// chunk (a data-parallel step's parts, autograd/data_parallel.h), else num_threads().
 int threads_here();
 
 // Denormal (subnormal) floats, below about 1.2e-38 in float32: Intel cores
