@@ -47,11 +47,11 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
                    int64_t n, int64_t k, const T* bias = nullptr) {
-  const bool small = is_small_gemm(m, n, k);
   if (gemm_splits_itself(m, n, k)) {
-    gemm(a, la, b, lb, c, n, m, n, k, small, bias);
+    gemm(a, la, b, lb, c, n, m, n, k, /*small=*/false, bias);
     return;
   }
+  const bool small = is_small_gemm(m, n, k);
   const int64_t threads = num_threads(), macs = m * n * k;
   int64_t parts = std::clamp<int64_t>(macs / kSplitMacs, 1, threads);
   if (parts > 1) parts = std::clamp<int64_t>(macs / kPieceMacs, parts, threads * kPiecesPerThread);

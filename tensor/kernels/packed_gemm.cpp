@@ -154,7 +154,7 @@ void blocked_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, 
   for (int64_t jc = 0; jc < n; jc += B::kNC) {
     const int64_t nc = std::min(B::kNC, n - jc);
     const int64_t panels = (nc + B::kNR - 1) / B::kNR;
-    const int64_t pack_pieces = std::min(panels, threads * kBlocksPerThread);
+    const int64_t pack_pieces = std::min(panels, blocks);
     for (int64_t pc = 0; pc < k; pc += B::kKC) {
       const int64_t kc = std::min(B::kKC, k - pc);
       T* bp = buffer(b_buffer, panels * B::kNR * kc);
