@@ -37,8 +37,5 @@ struct RankCollapse {
 RankCollapse rank_collapse(const std::vector<DepthRow>& depth);
 // C14 (Xiong et al. 2020) and C15 (rank collapse), on 1/sqrt(d_k)'s stacks.
 std::vector<Verdict> depth_claims(const std::vector<DepthRow>& depth);
-// C15's finding: attention alone against whole blocks, in the words its
-// criteria allow.
-Finding rank_collapse_finding(const RankCollapse& c);
 
 }  // namespace gradflow::study

@@ -58,10 +58,11 @@ RankCollapse rank_collapse(const std::vector<DepthRow>& depth) {
   Verdict& v = c.verdict;
   v = verdict_for("C15");
   const Interval pure = over_draws(c.pre_last->pure_attention_cosine);
-  c.collapses = pure.lo > 0.9;
+  c.collapses = pure.lo > criterion("C15", "a").margin;
   const Interval pre_end = over_draws(c.pre_last->token_cosine),
                  post_end = over_draws(c.post_last->token_cosine);
-  c.slowed = pre_end.hi < 0.5 && post_end.hi < 0.5;
+  c.slowed =
+      pre_end.hi < criterion("C15", "b").margin && post_end.hi < criterion("C15", "b").margin;
   const Interval &pre_rise = c.pre_last->token_cosine_rise,
                  &post_rise = c.post_last->token_cosine_rise;
   c.rises_pre = has_interval(pre_rise) && pre_rise.lo > 0;
@@ -87,18 +88,20 @@ RankCollapse rank_collapse(const std::vector<DepthRow>& depth) {
                format_bounds(pre_rise, 2) + "; after whole post-LN blocks, layer 1 " +
                format_estimate(over_draws(c.post_first->token_cosine)) + ", " + last + " " +
                format_estimate(post_end) + ", rise " + format_bounds(post_rise, 2) + compare_text;
-  const int passed = c.collapses + c.slowed + (c.rises_pre && c.rises_post) + c.flatter_sooner;
-  v.verdict = verdict_of(passed, 4);
-  v.reason = std::string("attention alone above 0.9 after the last layer: ") + yes_no(c.collapses) +
-             "; whole blocks below 0.5 after the last layer, pre- and post-LN (the residual "
-             "path slows the collapse): " +
-             yes_no(c.slowed) + "; whole blocks' cosine still rising from layer 1 to " + last +
-             ", the paired rise above 0 in both placements (the residual path does not stop "
-             "it): " +
-             yes_no(c.rises_pre && c.rises_post) + " (pre-LN " + yes_no(c.rises_pre) +
-             ", post-LN " + yes_no(c.rises_post) +
-             "); flatter attention (1/d_k) more alike than unscaled after one layer: " +
-             yes_no(c.flatter_sooner) + " (95% t-intervals over draws)";
+  auto row = [](const char* name, bool passed, const std::string& setting, const Interval& e) {
+    return Outcome{.criterion = name, .passed = passed, .setting = setting, .estimate = e};
+  };
+  std::vector<Outcome> outcomes = {
+      row("a", c.collapses, "attention alone, " + last, pure),
+      row("b", pre_end.hi < criterion("C15", "b").margin, "pre-LN, " + last, pre_end),
+      row("b", post_end.hi < criterion("C15", "b").margin, "post-LN, " + last, post_end),
+      row("c", c.rises_pre, "pre-LN", pre_rise), row("c", c.rises_post, "post-LN", post_rise)};
+  std::vector<std::string> untested;
+  if (flat_first && sharp_first)
+    outcomes.push_back(row("d", c.flatter_sooner, "after one layer", no_interval()));
+  else
+    untested.push_back("d");
+  v = judge("C15", outcomes, {}, v.measured, false, untested);
   return c;
 }
 
@@ -113,73 +116,38 @@ std::vector<Verdict> depth_claims(const std::vector<DepthRow>& depth) {
     const Interval post = ratio_of(post_last->grad_norm_ff, post_first->grad_norm_ff);
     const Interval pre = ratio_of(pre_last->grad_norm_ff, pre_first->grad_norm_ff);
     const Interval post_q = ratio_of(post_last->grad_norm_wq, post_first->grad_norm_wq);
-    const bool grows = post.mean - 1.96 * post.se > 1;
-    const bool even = pre.mean - 1.96 * pre.se > 0.5 && pre.mean + 1.96 * pre.se < 2;
+    const bool grows = post.mean - 1.96 * post.se > criterion("C14", "a").margin;
+    const double even_factor = std::exp(criterion("C14", "b").margin);
+    const bool even =
+        pre.mean - 1.96 * pre.se > 1 / even_factor && pre.mean + 1.96 * pre.se < even_factor;
     v.measured = "1/sqrt(d_k), " + std::to_string(layers) +
                  " layers: feed-forward gradient, last layer over first, post-LN " +
                  format_estimate(post) + ", pre-LN " + format_estimate(pre) + "; at W_Q, post-LN " +
                  format_estimate(post_q);
-    v.verdict = verdict_of(grows + even, 2);
-    v.reason = std::string("post-LN's ratio above 1 (95% interval): ") + yes_no(grows) +
-               "; pre-LN's within a factor of 2 of even: " + yes_no(even) +
-               (grows ? ""
-                      : ". Why not here is not isolated by this run; the settings differ: "
-                        "Xiong et al.'s model has 6 layers of d_model 512 on real tokens, this "
-                        "one " +
-                            std::to_string(layers) +
-                            " layers of 64 on random tokens and random targets, whose loss "
-                            "gives every layer a gradient of similar size, and ends in a "
-                            "LayerNorm before its classifier. At W_Q post-LN's gradient even "
-                            "falls toward the output, as the table shows");
+    const std::string why_not =
+        grows ? ""
+              : "Why not here is not isolated by this run; the settings differ: Xiong et al.'s "
+                "model has 6 layers of d_model 512 on real tokens, this one " +
+                    std::to_string(layers) +
+                    " layers of 64 on random tokens and random targets, whose loss gives every "
+                    "layer a gradient of similar size, and ends in a LayerNorm before its "
+                    "classifier. At W_Q post-LN's gradient even falls toward the output, as the "
+                    "table shows";
+    auto z95 = [](const Interval& e) {
+      return Interval{e.mean, 1.96 * e.se, e.mean - 1.96 * e.se, e.mean + 1.96 * e.se, e.n};
+    };
+    v = judge("C14",
+              {{.criterion = "a",
+                .passed = grows,
+                .setting = "post-LN",
+                .estimate = z95(post),
+                .text = why_not},
+               {.criterion = "b", .passed = even, .setting = "pre-LN", .estimate = z95(pre)}},
+              {}, v.measured);
     out.push_back(v);
   }
   out.push_back(rank_collapse(depth).verdict);
   return out;
-}
-
-Finding rank_collapse_finding(const RankCollapse& c) {
-  const int64_t layers = c.pre_last->layers;
-  const std::string l = std::to_string(layers);
-  // Two significant figures, trailing zeros kept ("0.10", "1.0").
-  auto two = [](const Interval& e) {
-    std::ostringstream out;
-    out << std::showpoint << std::setprecision(2) << e.mean;
-    return out.str();
-  };
-  std::string text =
-      "Averaging with softmax weights pulls the tokens toward their mean. Through the layers' "
-      "attention alone, with nothing else, the mean cosine between tokens (1 when every token "
-      "is alike) is " +
-      two(c.pre_first->pure_attention_cosine) + " after one layer and " +
-      two(c.pre_last->pure_attention_cosine) + " after " + l + " layers" +
-      (c.collapses ? ": every token alike." : ".") +
-      " Through whole blocks, whose residual path carries each token around the attention, it "
-      "goes from " +
-      two(c.pre_first->token_cosine) + " to " + two(c.pre_last->token_cosine) + " over " + l +
-      " pre-LN blocks and from " + two(c.post_first->token_cosine) + " to " +
-      two(c.post_last->token_cosine) + " over " + l + " post-LN blocks.";
-  std::string title;
-  if (c.collapses && c.slowed && c.rises_pre && c.rises_post) {
-    title =
-        "Attention alone collapses the tokens with depth; at initialisation the residual path "
-        "slows the collapse but does not stop it";
-    text +=
-        " Small, but still growing with depth: at initialisation the residual path slows "
-        "the collapse; it does not stop it.";
-  } else if (c.collapses && c.slowed) {
-    title = "Attention alone collapses the tokens with depth; whole blocks stay far from it over " +
-            l + " layers at initialisation";
-    text += c.rises_pre || c.rises_post
-                ? std::string(" The tokens still grow alike in ") +
-                      (c.rises_pre ? "pre-LN" : "post-LN") + " blocks, but not detectably in " +
-                      (c.rises_pre ? "post-LN" : "pre-LN") + " ones over these layers."
-                : " Over these layers neither shows a detectable rise.";
-  } else {
-    title = "Rank collapse, tested where it is predicted: " + c.verdict.verdict;
-    if (!c.slowed) text += " Whole blocks do not stay clearly below 0.5 here.";
-  }
-  return {title, text, "depth_cosine.svg",
-          c.verdict.measured + ". C15 " + c.verdict.verdict + ": " + c.verdict.reason + "."};
 }
 
 }  // namespace gradflow::study

@@ -153,8 +153,6 @@ Section depth_section(const DepthOptions& options, const std::vector<DepthRow>& 
   if (depth.empty()) return s;
   s.markdown = depth_table(options, depth);
   s.claims = depth_claims(depth);
-  for (const Verdict& v : s.claims)
-    if (v.id == "C15") s.findings.push_back(rank_collapse_finding(rank_collapse(depth)));
   s.csvs.push_back(depth_csv(depth));
   s.plots = depth_figures(depth);
   return s;

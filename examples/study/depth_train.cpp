@@ -103,37 +103,41 @@ Verdict warmup_claim(const DepthTrainResult& depth) {
   const std::vector<WarmupEffect> effects = warmup_effects(depth);
   const double pre_ratio = output_to_input_gradient(depth, "pre_ln"),
                post_ratio = output_to_input_gradient(depth, "post_ln");
-  Verdict v = verdict_for("C11");
   int post_worse = 0, post_total = 0, pre_worse = 0, pre_total = 0;
+  std::string measured;
   for (const WarmupEffect& e : effects) {
     const bool worse = e.verdict == Comparison::Worse;
     (e.placement == "post_ln" ? post_total : pre_total) += 1;
     (e.placement == "post_ln" ? post_worse : pre_worse) += worse;
-    v.measured += (v.measured.empty() ? "" : "; ") + e.placement + " " + e.mode +
-                  ": loss without warm-up minus with " +
-                  format_interval(e.no_warmup_minus_warmup, 3, true);
+    measured += (measured.empty() ? "" : "; ") + e.placement + " " + e.mode +
+                ": loss without warm-up minus with " +
+                format_interval(e.no_warmup_minus_warmup, 3, true);
   }
-  v.measured +=
+  measured +=
       "; gradient norm of the block nearest the output over the one nearest the "
       "input at the first step: pre-LN " +
-      significant(pre_ratio) + ", post-LN " + significant(post_ratio);
+      significant(pre_ratio) + ", post-LN " + significant(post_ratio) + "; margin " +
+      significant(kSensitivityMargin) + " nats";
   if (effects.empty() || std::any_of(effects.begin(), effects.end(), [](const WarmupEffect& e) {
         return !has_interval(e.no_warmup_minus_warmup);
-      })) {
-    v.verdict = "unclear";
-    v.reason =
-        "each comparison needs an interval, so two or more seeds with and without "
-        "warm-up";
-    return v;
-  }
-  const bool post_needs = post_total > 0 && post_worse * 2 > post_total;
-  const bool pre_fine = pre_worse == 0;
-  v.verdict = verdict_of(post_needs + pre_fine, 2);
-  v.reason = "post-LN detectably worse without warm-up for " + std::to_string(post_worse) + " of " +
-             std::to_string(post_total) + " modes (needs it: a majority); pre-LN for " +
-             std::to_string(pre_worse) + " of " + std::to_string(pre_total) +
-             " (does not: none); margin " + significant(kSensitivityMargin) + " nats";
-  return v;
+      }))
+    return judge("C11", {{.criterion = "a", .missing = true}, {.criterion = "b", .missing = true}},
+                 {},
+                 measured +
+                     " (each comparison needs an interval, so two or more seeds with "
+                     "and without warm-up)");
+  const double post_share = post_total > 0 ? static_cast<double>(post_worse) / post_total : kNaN;
+  return judge(
+      "C11",
+      {{.criterion = "a",
+        .passed = post_total > 0 && post_share > criterion("C11", "a").margin,
+        .setting = std::to_string(post_worse) + " of " + std::to_string(post_total) + " modes",
+        .estimate = {post_share, kNaN, kNaN, kNaN, post_total}},
+       {.criterion = "b",
+        .passed = pre_worse < criterion("C11", "b").margin,
+        .setting = std::to_string(pre_worse) + " of " + std::to_string(pre_total) + " modes",
+        .estimate = {static_cast<double>(pre_worse), kNaN, kNaN, kNaN, pre_total}}},
+      {}, measured);
 }
 
 Section depth_train_section(const DepthTrainOptions& o, const DepthTrainResult& depth) {

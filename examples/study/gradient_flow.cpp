@@ -150,9 +150,8 @@ PlotFile gradient_flow_figure(const TrainResult& b) {
 }
 
 // The drawn graphs' edges: for each (task, anchor arm) its first graph and,
-// if it ran past it, its last, the ones gradient_flow_figure draws and
-// gradient_flow_finding quotes. A node is named by its index in its graph
-// (the edges run from lower to higher) and its label, as drawn.
+// if it ran past it, its last, the ones gradient_flow_figure draws. A node is named by its index in
+// its graph (the edges run from lower to higher) and its label, as drawn.
 CsvFile gradient_flow_csv(const TrainResult& b) {
   CsvFile out{"gradient_flow.csv",
               {"task", "d_k", "mode", "seed", "step", "layer", "edge", "from_node", "from",
@@ -173,59 +172,6 @@ CsvFile gradient_flow_csv(const TrainResult& b) {
     }
   }
   return out;
-}
-
-Finding gradient_flow_finding(const TrainResult& b) {
-  const auto [tasks, modes] = tasks_and_modes(b);
-  if (std::find(modes.begin(), modes.end(), "none") == modes.end() ||
-      std::find(modes.begin(), modes.end(), kDefaultMode) == modes.end())
-    return {};
-  Finding f{.title = "Follow the gradient through the attention layer, op by op",
-            .figure = "gradient_flow.svg"};
-  // The plain words tell the task where the unscaled run's gradient at the
-  // logits ends smallest; the detail gives every drawing's numbers.
-  std::string shown;
-  double smallest = INFINITY;
-  for (const std::string& task : tasks) {
-    const int64_t n_late = late_flow_step(b, task, "none"),
-                  r_late = late_flow_step(b, task, kDefaultMode);
-    const FlowNorms n0 = flow_norms(b, task, "none", 0), r0 = flow_norms(b, task, kDefaultMode, 0);
-    const FlowNorms n1 = flow_norms(b, task, "none", n_late),
-                    r1 = flow_norms(b, task, kDefaultMode, r_late);
-    f.detail += std::string(f.detail.empty() ? "" : "; ") + task + " (" + key_layer(task) +
-                "), the gradient's norm at the logits, none and 1/sqrt(d_k): at step 0 " +
-                format_norm(n0.logits) + " and " + format_norm(r0.logits) + " (at W_Q " +
-                format_norm(n0.wq) + " and " + format_norm(r0.wq) +
-                "); at each run's last "
-                "evaluation, step " +
-                std::to_string(n_late) + " " + format_norm(n1.logits) + " and step " +
-                std::to_string(r_late) + " " + format_norm(r1.logits) + " (at W_Q " +
-                format_norm(n1.wq) + " and " + format_norm(r1.wq) + ")";
-    if (!(n1.logits < smallest)) continue;
-    smallest = n1.logits;
-    shown = "On `" + task +
-            "`, one training step's gradient reaches the unscaled layer's "
-            "softmax input with norm " +
-            format_norm(n0.logits) +
-            " at the first step, as "
-            "with 1/sqrt(d_k) (" +
-            format_norm(r0.logits) + "). At step " + std::to_string(n_late) + " it is " +
-            format_norm(n1.logits) +
-            ": the gradient comes into the layer and stops at the softmax, and W_Q and W_K, "
-            "which it must pass to reach, learn nothing more. With 1/sqrt(d_k) it is still " +
-            format_norm(r1.logits) + " at step " + std::to_string(r_late) + ".";
-  }
-  f.text =
-      "The drawing is the backward pass of the layer where the task looks its answer up: "
-      "every op a box, every edge labelled with the size of the gradient it carries. " +
-      shown +
-      " The `mul` of the scale sits between the softmax and W_Q, so W_Q's gradient is "
-      "multiplied by 1 unscaled and by 1/sqrt(d_k) with the scale: look at the softmax's "
-      "edge, not at W_Q's, to see how much gradient got through.";
-  f.detail +=
-      ". One seed and one batch per drawing; the curves over seeds are in "
-      "entropy_and_logit_gradient.svg.";
-  return f;
 }
 
 }  // namespace gradflow::study

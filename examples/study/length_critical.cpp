@@ -283,38 +283,33 @@ PlotFile critical_plot(const std::vector<CriticalRow>& rows, const std::vector<C
 }
 
 Verdict critical_claim(const std::vector<CriticalFit>& fits) {
-  Verdict v = verdict_for("C19");
-  int within = 0;
   std::string measured, toy;
+  std::vector<Outcome> outcomes;
+  const double tolerance = criterion("C19", "a").margin;
   for (const CriticalFit& f : fits) {
     const double lo = f.measured.lo / f.predicted, hi = f.measured.hi / f.predicted;
-    within += lo >= 1 - kCriticalTolerance && hi <= 1 + kCriticalTolerance;
+    outcomes.push_back(
+        {.criterion = "a",
+         .passed = lo >= 1 - tolerance && hi <= 1 + tolerance,
+         .setting = "rho " + significant(f.rho),
+         .estimate = {f.measured.mean / f.predicted - 1, kNaN, lo - 1, hi - 1, f.measured.n}});
     measured += (measured.empty() ? "" : "; ") + std::string("rho ") + significant(f.rho) + ": " +
                 significant(f.measured.mean, 3) + " [" + significant(f.measured.lo, 3) + ", " +
                 significant(f.measured.hi, 3) + "] vs " + significant(f.predicted, 3) + " (ratio " +
                 significant(f.measured.mean / f.predicted, 3) + ")";
     toy += (toy.empty() ? "" : ", ") + significant(f.toy, 3);
   }
-  if (fits.empty()) {
-    v.verdict = "unclear";
-    v.reason = "no rho measured";
-    return v;
-  }
-  v.measured = measured +
-               " (gamma* where the mean angle falls to half its gamma = 0 value; "
-               "95% bootstrap intervals over draws)";
-  v.verdict = verdict_of(within, static_cast<int>(fits.size()));
-  v.reason = "gamma* matches when its whole 95% interval lies within " +
-             significant(1 - kCriticalTolerance) + " to " + significant(1 + kCriticalTolerance) +
-             " times 1/(1 - rho): " + std::to_string(within) + " of " +
-             std::to_string(fits.size()) +
-             " rhos. At toy scale the half-angle point is not where the self weight is 1/2: "
-             "the others' mean is sqrt(rho) u plus noise of norm about 1/sqrt(n), so for small "
-             "rho it is short and the output turns toward x_i at a smaller self weight; and "
-             "noise of variance (1 - rho^2)/dim in <x_i, x_j> adds e^(beta^2 sd^2 / 2) to the "
-             "others' weight. The mean-field half-angle points with both effects: " +
-             toy + " (per rho, in order)";
-  return v;
+  if (fits.empty()) return judge("C19", {}, {}, "no rho measured", false, {"a"});
+  return judge(
+      "C19", outcomes, {},
+      measured +
+          " (gamma* where the mean angle falls to half its gamma = 0 value; 95% bootstrap "
+          "intervals over draws). At toy scale the half-angle point is not where the self weight "
+          "is 1/2: the others' mean is sqrt(rho) u plus noise of norm about 1/sqrt(n), so for "
+          "small rho it is short and the output turns toward x_i at a smaller self weight; and "
+          "noise of variance (1 - rho^2)/dim in <x_i, x_j> adds e^(beta^2 sd^2 / 2) to the "
+          "others' weight. The mean-field half-angle points with both effects: " +
+          toy + " (per rho, in order)");
 }
 
 }  // namespace gradflow::study

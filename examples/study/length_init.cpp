@@ -233,10 +233,10 @@ PlotFile length_init_plot(const std::vector<LengthInitRow>& rows) {
 }
 
 Verdict dispersion_claim(const std::vector<LengthInitRow>& rows) {
-  Verdict v = verdict_for("C16");
   const int64_t from = upper_half_start(rows);
   int fixed = 0, dispersing = 0;
   std::string measured, reason;
+  std::vector<Outcome> outcomes;
   for (const std::string& mode : modes_of(rows)) {
     if (grows_with_n(mode)) continue;
     ++fixed;
@@ -245,6 +245,11 @@ Verdict dispersion_claim(const std::vector<LengthInitRow>& rows) {
     const bool falls = planted.hi < -kFlatSlope && top.hi < -kFlatSlope;
     const bool flat = planted.lo > -kFlatSlope && planted.hi < kFlatSlope;
     dispersing += falls;
+    outcomes.push_back({.criterion = "a",
+                        .passed = falls,
+                        .setting = mode,
+                        .estimate = {planted.slope, (planted.hi - planted.lo) / 2, planted.lo,
+                                     planted.hi, planted.points}});
     measured += (measured.empty() ? "" : "; ") + mode + ": planted mass falls like " +
                 describe_fit(planted) + ", top weight like " + describe_fit(top);
     reason += (reason.empty() ? "" : "; ") + mode + ": " +
@@ -254,27 +259,21 @@ Verdict dispersion_claim(const std::vector<LengthInitRow>& rows) {
                       : std::string("no clear fall")) +
               " (" + yes_no(falls) + ")";
   }
-  if (fixed == 0) {
-    v.verdict = "unclear";
-    v.reason = "no fixed-scale mode measured";
-    return v;
-  }
-  v.measured = measured + " (fits over n >= " + std::to_string(from) + ", 95% intervals)";
-  v.verdict = verdict_of(dispersing, fixed);
-  v.reason =
-      "a mode disperses when the slopes of log(planted mass) and log(top weight) against "
-      "log n over the upper half of the n range (n >= " +
-      std::to_string(from) + ") both lie below -" + significant(kFlatSlope) +
-      ", whole 95% interval (delta method over the draws): " + reason + "; " +
-      std::to_string(dispersing) + " of " + std::to_string(fixed) + " fixed modes";
-  return v;
+  if (fixed == 0) return judge("C16", {}, {}, "no fixed-scale mode measured", false, {"a"});
+  return judge(
+      "C16", outcomes, {},
+      measured + " (fits over n >= " + std::to_string(from) +
+          ", 95% intervals; a mode disperses when the slopes of log(planted mass) and log(top "
+          "weight) against log n both lie below -" +
+          significant(kFlatSlope) + ", whole 95% interval: " + reason + "; " +
+          std::to_string(dispersing) + " of " + std::to_string(fixed) + " fixed modes)");
 }
 
 Verdict log_n_claim(const std::vector<LengthInitRow>& rows, int64_t built_len) {
-  Verdict v = verdict_for("C17");
   const int64_t from = upper_half_start(rows);
   int judged = 0, kept = 0;
   std::string measured, reason;
+  std::vector<Outcome> outcomes;
   for (const std::string& mode : modes_of(rows)) {
     if (!grows_with_n(mode)) continue;
     ++judged;
@@ -298,27 +297,25 @@ Verdict log_n_claim(const std::vector<LengthInitRow>& rows, int64_t built_len) {
     }
     const bool slope_ok = planted.lo > -kFlatSlope;
     kept += slope_ok && no_loss;
+    outcomes.push_back({.criterion = "a",
+                        .passed = slope_ok && no_loss,
+                        .setting = mode,
+                        .estimate = {planted.slope, (planted.hi - planted.lo) / 2, planted.lo,
+                                     planted.hi, planted.points}});
     measured += (measured.empty() ? "" : "; ") + mode + ": " + loss_text + ", planted mass like " +
                 describe_fit(planted) + ", top weight (random keys) " + "like " + describe_fit(top);
     reason += (reason.empty() ? "" : "; ") + mode + ": slope " + yes_no(slope_ok) + ", no loss " +
               yes_no(no_loss);
   }
-  if (judged == 0) {
-    v.verdict = "unclear";
-    v.reason = "neither log_n nor ssmax measured";
-    return v;
-  }
-  v.measured = measured + " (fits over n >= " + std::to_string(from) + ", 95% intervals)";
-  v.verdict = verdict_of(kept, judged);
-  v.reason =
-      "a mode keeps attention sharp when the slope of log(planted mass) against log n "
-      "over n >= " +
-      std::to_string(from) + " has its 95% interval above -" + significant(kFlatSlope) +
-      " (no fall faster than n^-0.05) and the planted mass at the largest n is not below "
-      "its value at n = L = " +
-      std::to_string(built_len) + " by more than " + significant(kFlatSlope) +
-      " (the difference's 95% lower bound): " + reason;
-  return v;
+  if (judged == 0) return judge("C17", {}, {}, "neither log_n nor ssmax measured", false, {"a"});
+  return judge("C17", outcomes, {},
+               measured + " (fits over n >= " + std::to_string(from) +
+                   ", 95% intervals; a mode keeps attention sharp when the slope of log(planted "
+                   "mass) against log n has its 95% interval above -" +
+                   significant(kFlatSlope) +
+                   " and the planted mass at the largest n is not below its value at n = L = " +
+                   std::to_string(built_len) + " by more than " + significant(kFlatSlope) +
+                   " (the difference's 95% lower bound): " + reason + ")");
 }
 
 }  // namespace gradflow::study

@@ -156,7 +156,6 @@ Interval length_difference(const std::vector<LengthTestRow>& rows, const std::st
 }
 
 Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const LengthOptions& o) {
-  Verdict v = verdict_for("C18");
   // Each log-n mode against 1/sqrt(d_k) on each task at each longer length,
   // paired by seed; better means the whole interval above 0 after Holm over
   // all of them.
@@ -176,42 +175,36 @@ Verdict extrapolation_claim(const std::vector<LengthTestRow>& rows, const Length
         p.push_back(std::isfinite(d.mean) && d.mean > 0 ? margin_p_value(d, 0) : 1.0);
       }
     }
-  if (tests.empty() || std::any_of(tests.begin(), tests.end(),
-                                   [](const Test& t) { return !has_interval(t.diff); })) {
-    v.verdict = "unclear";
-    v.measured =
+  if (tests.empty() ||
+      std::any_of(tests.begin(), tests.end(), [](const Test& t) { return !has_interval(t.diff); }))
+    return judge(
+        "C18", {{.criterion = "a", .missing = true}}, {},
         "comparisons with fewer than two seeds where both modes learned the trained "
         "length: " +
-        std::to_string(std::count_if(tests.begin(), tests.end(),
-                                     [](const Test& t) { return !has_interval(t.diff); })) +
-        " of " + std::to_string(tests.size());
-    v.reason = "every comparison needs an interval (two or more paired seeds) before Holm";
-    return v;
-  }
+            std::to_string(std::count_if(tests.begin(), tests.end(),
+                                         [](const Test& t) { return !has_interval(t.diff); })) +
+            " of " + std::to_string(tests.size()) +
+            " (every comparison needs an interval before Holm)");
   const std::vector<double> adjusted = holm(p);
-  int passed = 0;
-  std::ostringstream measured, reason;
+  std::ostringstream measured;
+  std::vector<Outcome> outcomes;
   for (size_t i = 0; i < tests.size(); ++i) {
-    const bool better = adjusted[i] < kFamilyLevel;
-    passed += better;
+    outcomes.push_back({.criterion = "a",
+                        .passed = adjusted[i] < kFamilyLevel,
+                        .setting = tests[i].task + ", " + tests[i].mode + " at " +
+                                   std::to_string(tests[i].pairs) + " pairs",
+                        .estimate = tests[i].diff,
+                        .text = "Holm p " + significant(adjusted[i], 2)});
     measured << (i ? "; " : "") << tests[i].task << ", " << tests[i].mode << " - inv_sqrt_dk at "
              << tests[i].pairs << " pairs: " << interval_text(tests[i].diff, 1, 100)
              << " points (n " << tests[i].diff.n << ")";
-    reason << (i ? "; " : "") << tests[i].task << ", " << tests[i].mode << " at " << tests[i].pairs
-           << " pairs better: " << yes_no(better) << " (Holm p " << significant(adjusted[i], 2)
-           << ")";
   }
-  v.measured =
-      "held-out accuracy, paired by seed over the seeds where both modes learned the "
-      "trained length (" +
-      std::to_string(o.tasks.front().recall.pairs) + " pairs, 97% of fresh answers; of " +
-      std::to_string(o.seeds) + "): " + measured.str();
-  v.verdict = verdict_of(passed, static_cast<int>(tests.size()));
-  v.reason =
-      "better = the mode's accuracy minus 1/sqrt(d_k)'s, paired by seed, above 0 with "
-      "Holm-adjusted p < 0.05 over the " +
-      std::to_string(tests.size()) + " comparisons: " + reason.str();
-  return v;
+  return judge("C18", outcomes, {},
+               "held-out accuracy, paired by seed over the seeds where both modes learned the "
+               "trained length (" +
+                   std::to_string(o.tasks.front().recall.pairs) +
+                   " pairs, 97% of fresh answers; of " + std::to_string(o.seeds) +
+                   "): " + measured.str());
 }
 
 }  // namespace gradflow::study

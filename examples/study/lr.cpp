@@ -115,34 +115,35 @@ std::vector<Sensitivity> lr_sensitivity(const std::vector<FinalRow>& sweep) {
 
 namespace {
 
-// C9: QK normalisation's LR sensitivity is detectably lower than 1/sqrt(d_k)'s.
+// C9: QK normalisation's LR sensitivity is detectably lower than 1/sqrt(d_k)'s,
+// a row per (QK-normalised mode, d_k).
 Verdict sensitivity_claim(const std::vector<Sensitivity>& sens, int64_t seeds) {
-  Verdict v = verdict_for("C9");
-  int lower = 0, compared = 0;
+  std::string measured;
+  std::vector<Outcome> rows;
   for (const Sensitivity& s : sens) {
     if (!qk_normalised(s.mode) || s.vs_default.n == 0) continue;
-    ++compared;
-    lower += s.verdict == Comparison::Better;
-    v.measured += (v.measured.empty() ? "" : "; ") + s.mode + " at d_k " + std::to_string(s.d_k) +
-                  ": " + format_interval(s.sensitivity, 3) +
-                  " nats against 1/sqrt(d_k)'s, difference " +
-                  describe(s.vs_default, kSensitivityMargin, false, "nats", 3);
+    rows.push_back({.criterion = "a",
+                    .passed = s.verdict == Comparison::Better,
+                    .missing = !has_interval(s.vs_default),
+                    .setting = s.mode + " at d_k " + std::to_string(s.d_k),
+                    .estimate = s.vs_default});
+    measured += (measured.empty() ? "" : "; ") + s.mode + " at d_k " + std::to_string(s.d_k) +
+                ": " + format_interval(s.sensitivity, 3) +
+                " nats against 1/sqrt(d_k)'s, difference " +
+                describe(s.vs_default, kSensitivityMargin, false, "nats", 3);
   }
   for (const Sensitivity& s : sens)
     if (is_reference(s.mode))
-      v.measured += "; 1/sqrt(d_k) at d_k " + std::to_string(s.d_k) + ": " +
-                    format_interval(s.sensitivity, 3);
-  v.verdict = compared == 0 ? "unclear" : verdict_of(lower, compared);
-  v.reason = "detectably lower (paired over " + std::to_string(seeds) + " seeds, margin " +
-             significant(kSensitivityMargin) + " nats) in " + std::to_string(lower) + " of " +
-             std::to_string(compared) + " (mode, d_k) settings";
-  return v;
+      measured += "; 1/sqrt(d_k) at d_k " + std::to_string(s.d_k) + ": " +
+                  format_interval(s.sensitivity, 3);
+  measured += " (paired over " + std::to_string(seeds) + " seeds)";
+  return judge("C9", rows, {}, measured, false,
+               rows.empty() ? std::vector<std::string>{"a"} : std::vector<std::string>{});
 }
 
 // C12: runs whose attention collapsed spike or diverge more often, and the
 // collapse comes first.
 Verdict collapse_claim(const std::vector<FinalRow>& runs, int64_t eval_every) {
-  Verdict v = verdict_for("C12");
   int64_t collapsed = 0, collapsed_bad = 0, spread = 0, spread_bad = 0, both = 0, first = 0;
   for (const FinalRow& r : runs) {
     const bool bad = r.spikes > 0 || r.diverged;
@@ -158,26 +159,25 @@ Verdict collapse_claim(const std::vector<FinalRow>& runs, int64_t eval_every) {
       ++spread, spread_bad += bad;
     }
   }
-  if (collapsed == 0 || spread == 0) {
-    v.verdict = "unclear";
-    v.measured =
-        std::to_string(collapsed) + " runs collapsed, " + std::to_string(spread) + " did not";
-    v.reason = "both kinds of run are needed";
-    return v;
-  }
+  if (collapsed == 0 || spread == 0)
+    return judge("C12", {}, {},
+                 std::to_string(collapsed) + " runs collapsed, " + std::to_string(spread) +
+                     " did not (both kinds of run are needed)",
+                 false, {"a", "b"});
   const Interval d = proportion_difference(collapsed_bad, collapsed, spread_bad, spread);
-  const bool more = d.lo > 0, ordered = both > 0 && first * 2 > both;
-  v.measured = "spikes or divergence in " + std::to_string(collapsed_bad) + " of " +
-               std::to_string(collapsed) + " runs whose entropy fell below " +
-               significant(kCollapsedEntropy) + ", against " + std::to_string(spread_bad) + " of " +
-               std::to_string(spread) + " others: difference " + format_bounds(d) +
-               "; collapse first in " + std::to_string(first) + " of " + std::to_string(both) +
-               " runs with both";
-  v.verdict = verdict_of(more + ordered, 2);
-  v.reason = std::string("more spikes after collapse (95% score interval above 0): ") +
-             yes_no(more) +
-             "; collapse before the first spike in most runs with both: " + yes_no(ordered);
-  return v;
+  const double share_first = both > 0 ? static_cast<double>(first) / both : kNaN;
+  const std::string measured =
+      "spikes or divergence in " + std::to_string(collapsed_bad) + " of " +
+      std::to_string(collapsed) + " runs whose entropy fell below " +
+      significant(kCollapsedEntropy) + ", against " + std::to_string(spread_bad) + " of " +
+      std::to_string(spread) + " others: difference " + format_bounds(d) + "; collapse first in " +
+      std::to_string(first) + " of " + std::to_string(both) + " runs with both";
+  return judge("C12",
+               {{.criterion = "a", .passed = d.lo > criterion("C12", "a").margin, .estimate = d},
+                {.criterion = "b",
+                 .passed = both > 0 && share_first > criterion("C12", "b").margin,
+                 .estimate = {share_first, kNaN, kNaN, kNaN, both}}},
+               {}, measured);
 }
 
 }  // namespace

@@ -117,6 +117,9 @@ struct TrainOptions {
   std::vector<std::string> modes = default_modes();                     // --full: study_modes()
   int64_t seeds = 5, batch = 64, eval_every = 10, eval_examples = 128;  // --full: 10 seeds
   int64_t steps = 0;                                                    // 0: each task's own
+  // Train the seeds the claims' criteria ask for beyond `seeds` (extra_seeds);
+  // off when --seeds sets the seeds of every run.
+  bool criteria_seeds = true;
 };
 TrainOptions train_options(const Settings& settings);
 
@@ -127,7 +130,24 @@ struct TrainResult {
   std::vector<std::pair<RunKey, AttentionMap>> maps;  // the first seed's runs
   // The first seed's runs of the anchor arms at the largest d_k (gradient_flow.cpp).
   std::vector<std::pair<RunKey, std::vector<FlowGraph>>> flows;
+  int64_t seeds = 0;  // the part's own seeds, 0 .. seeds - 1 (0: whatever the rows hold)
+  // The runs of the seeds a criterion needs beyond the part's own
+  // (Criterion::seeds), of its arms only: read by evaluate and written to
+  // the CSV files, but not summarised, tabled or drawn with the rest.
+  std::vector<CurveRow> extra_curves;
+  std::vector<LayerRow> extra_layers;
+  std::vector<FinalRow> extra_finals;
 };
+// The seeds beyond the part's own that the claims' criteria need, per
+// (task, arm): every criterion of the claims table whose measure the train
+// part computes and whose `seeds` is larger than `own` asks that many for
+// the arms of its contrast, at the d_k it reads (its settings among
+// `options.d_ks`). Seeds own .. needed - 1 run for those arms only.
+struct ExtraSeeds {
+  std::string task, mode;
+  int64_t d_k = 0, seeds = 0;  // seeds: how many in all, the part's own included
+};
+std::vector<ExtraSeeds> extra_seeds(const TrainOptions& options, int64_t own);
 // The part's runs, as it trains them (also for the memory check before it does).
 std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& options);
 TrainResult run_train(const Settings& settings, const TrainOptions& options);
@@ -262,60 +282,57 @@ plot::Figure key_layer_panel(const TrainResult& result, const std::string& task,
 // 1/sqrt(d_k); its table ("" without those arms) and figure.
 std::string update_table(const TrainResult& result);
 PlotFile update_figure(const TrainResult& result, const std::vector<std::string>& modes);
-// train_findings.cpp: what the part shows, for the report's first section:
-// unscaled attention against 1/sqrt(d_k) across d_k, the gradient at the
-// softmax over training (C20), entropy collapse (C21), the factorial, the
-// gradient op by op, and none_reparam against 1/sqrt(d_k).
-std::vector<Finding> train_findings(const TrainResult& result,
-                                    const std::vector<SettingSummary>& summary);
 // attention_maps.cpp: the figure of the attention maps (AttentionMap) of
 // the first seed at the smallest and largest d_k, per task and arm, at
 // initialisation and at the end. REQUIRES: result.maps is not empty.
 PlotFile attention_maps_figure(const TrainResult& result);
 
-// mechanism.cpp: C20 (the gradient at the softmax's input, none against
-// 1/sqrt(d_k)) and C21 (entropy collapse, the control against none_reparam),
-// at each task's largest d_k, from the key layer's rows. paired_window: per
-// seed, the mean over steps from..to (to < 0: the last step both runs logged)
-// of a - c (log a - log c when log_scale), over the steps both logged; a
-// t-interval over seeds.
-inline constexpr double kCollapseFactor = 0.25;  // C20: "collapsed" is 4x below
-inline constexpr double kEntropyMargin = 0.1;    // C21: in entropy_norm
-Interval paired_window(const TrainResult& result, const std::string& task, int64_t d_k,
-                       const std::string& a, const std::string& c, double LayerRow::*field,
-                       int64_t from, int64_t to, bool log_scale);
-Verdict logit_gradient_claim(const TrainResult& result);
-Verdict entropy_collapse_claim(const TrainResult& result);
-// C3's training criterion, per task at its largest d_k: the key layer's
-// entropy_norm over steps 10 to 50, `mode` - 1/sqrt(d_k) paired by seed,
-// above kEntropyMargin (whole interval). parts = the tasks compared.
-struct TrainingCheck {
-  int passed = 0, parts = 0;
-  bool missing = false;  // a comparison without an interval (under 2 seeds)
-  std::string measured, reason;
+// The train part's criteria (train_criteria.cpp): each criterion of the
+// claims table with a measure, computed from the part's runs on the settings
+// it reads (criterion_settings: each task trained with every arm of the
+// contrast, at its largest d_k or at each, or at the one it names), on its
+// seeds (Criterion::seeds, else the part's own).
+std::vector<std::pair<std::string, int64_t>> criterion_settings(const Measure& m,
+                                                                const TrainResult& result);
+std::vector<CriterionResult> evaluate(const std::string& claim_id, const Criterion& c,
+                                      const TrainResult& result);
+// A measure's estimate on each of its settings over seeds 0 .. seeds - 1
+// (0: every seed the rows hold), at `confidence`: what evaluate judges, and
+// what the factorial's table shows.
+struct SettingEstimate {
+  std::string task;
+  int64_t d_k = 0;
+  Interval estimate = no_interval();
 };
-TrainingCheck stays_flatter(const TrainResult& result, const std::string& mode);
-// Their findings, titled by their verdicts.
-Finding logit_gradient_finding(const TrainResult& result, const Verdict& c20);
-Finding entropy_collapse_finding(const TrainResult& result, const Verdict& c21);
+std::vector<SettingEstimate> estimate_all(const Measure& m, const TrainResult& result,
+                                          int64_t seeds, double confidence = 0.95);
+// Every verdict's criteria, a row per (claim, criterion, task, d_k) or per
+// part-measured outcome: criteria.csv.
+CsvFile criteria_csv(const std::vector<Verdict>& verdicts);
+// mechanism.cpp: a claim judged on these runs (every criterion with a
+// measure evaluated, the others' outcomes given; a criterion whose arms were
+// not trained is not tested), and every claim of claims_of_the_mechanism()
+// this run trained the arms of.
+Verdict judge_on_runs(const std::string& id, const TrainResult& result,
+                      const std::vector<Outcome>& outcomes = {}, const std::string& measured = "");
+std::vector<Verdict> mechanism_claims(const TrainResult& result);
 
 // factorial.cpp: start (saturated, small) x W_Q and W_K's learning rate (at
-// lr, at lr x d_k^(-1/4)), the four unscaled arms, per (task, d_k): final
-// accuracy's main effects and interaction over seeds (a setting without all
-// four arms has no row), and its table.
+// lr, at lr x d_k^(-1/4)), the four unscaled arms, per (task, d_k) and
+// outcome (final accuracy, held-out loss over training, the key layer's
+// entropy over steps 10 to 50, its logit change over steps 0 to 50): each
+// cell's mean over seeds, the main effects, the interaction and each change
+// alone, over seeds (a setting without all four arms has no row), and its table.
 struct FactorialRow {
   std::string task;
   int64_t d_k = 0;
-  // none, none_slow_qk, the control, none_reparam
-  std::array<double, 4> accuracy{};  // mean final accuracy over seeds
-  std::array<int64_t, 4> runs{}, solved{};
-  Interval start{}, rate{},
-      interaction{};  // small - saturated; slow - at lr; (rate | small) - (rate | saturated)
-  Interval start_via_control{}, start_via_slow{};  // control - none; none_reparam - none_slow_qk
+  std::string outcome;
+  std::array<Interval, 4> cells{};  // none, none_slow_qk, the control, none_reparam
+  // "start", "rate", "interaction", "start alone", "rate alone"
+  std::map<std::string, Interval> effects{};
 };
 std::vector<FactorialRow> summarise_factorial(const TrainResult& result);
 std::string factorial_table(const std::vector<FactorialRow>& rows);
-Finding factorial_finding(const std::vector<FactorialRow>& rows);
 
 // gradient_flow.cpp: the key layer's backward graph of the anchor arms at the
 // largest d_k, at initialisation and at each run's last evaluation step
@@ -329,8 +346,6 @@ int64_t late_flow_step(const TrainResult& result, const std::string& task, const
 struct FlowNorms {
   double logits = NAN, output = NAN, wq = NAN;  // wq: the gradient of W_Q (q_proj.weight)
 };
-// The numbers of that figure in words, for the report's first section.
-Finding gradient_flow_finding(const TrainResult& result);
 CsvFile gradient_flow_csv(const TrainResult& result);  // its drawn edges, gradient_flow.csv
 FlowNorms flow_norms(const TrainResult& result, const std::string& task, const std::string& mode,
                      int64_t step);
@@ -424,7 +439,7 @@ struct SgdOptions {
   std::vector<double> lrs = {0.03, 0.1, 0.3};
   std::vector<std::string> modes = {"none", "inv_sqrt_dk", "inv_dk"};  // the grid's arms
   std::vector<std::string> compared = {"none", "inv_sqrt_dk"};         // --full: all three
-  int64_t seeds = 5;            // comparison seeds; --full: 10
+  int64_t seeds = 5;            // comparison seeds, or the more C13's criteria need; --full: 10
   int64_t selection_seeds = 2;  // --full: 3
   // Far enough from the comparison seeds that the two sets never meet:
   // max(100, seeds).
@@ -477,7 +492,6 @@ std::vector<RunSpec> sgd_runs(const Settings& settings, const SgdOptions& option
 std::vector<SgdRow> run_sgd(const Settings& settings, const SgdOptions& options);
 
 // C13: none against inv_sqrt_dk, paired by comparison seed, clipped runs.
-inline constexpr double kSgdGapMargin = 0.05;  // nats
 Verdict sgd_claim(const std::vector<SgdRow>& rows);
 Section sgd_section(const SgdOptions& options, const std::vector<SgdRow>& rows);
 

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "examples/study/claims.h"
 #include "examples/study/part_table.h"
+#include "examples/study/parts.h"
 #include "examples/study/study.h"
 #include "nn/io/atomic_file.h"
 #include "tensor/kernels/blas_info.h"
@@ -109,36 +111,31 @@ void write_csv(const std::string& dir, const CsvFile& file) {
   write_file_atomic(dir + "/" + file.name, out);
 }
 
-// What the run shows, in plain words, each finding with its numbers and the
-// figure to open; the train part's first, as a student should read them.
-void findings_section(std::ostringstream& md, const std::vector<Section>& sections) {
-  std::vector<const Finding*> all;
-  for (const char* part : {"train", "sgd", "init", "depth", "lr", "width", "depth-train", "length"})
-    for (const Section& s : sections)
-      if (s.part == part)
-        for (const Finding& f : s.findings) all.push_back(&f);
+// What the run shows, in plain words: a finding per claim of the story
+// (claims.h, story()), in its order, each from its verdict (finding_from).
+void findings_section(std::ostringstream& md, const std::vector<Verdict>& verdicts) {
+  std::vector<Finding> all;
+  for (const std::string& id : story())
+    for (const Verdict& v : verdicts)
+      if (v.id == id && !v.identity) all.push_back(finding_from(v));
   if (all.empty()) return;
   md << "## What this run shows\n\n"
-     << "Read this first. Each finding says in plain words what happened in this run, with the "
-        "few numbers that carry it, and names the figure to open; a title states a result only "
-        "when its test says so.\n\n";
+     << "Read this first. Each finding is one claim of docs/study.md, its test declared before "
+        "the run: the title says the claim in plain words and whether it held (\"Partly\", "
+        "\"Not shown\", \"Unclear\" when it did not, fully), and the text gives each "
+        "criterion's estimate, a 95% interval over seeds in brackets (90% for an equivalence "
+        "test), and whether it passed. Every number is a cell of criteria.csv.\n\n";
   int n = 0;
-  for (const Finding* f : all) {
-    md << ++n << ". **" << f->title << ".** " << f->text;
-    if (!f->figure.empty()) md << " See [" << f->figure << "](" << f->figure << ").";
+  for (const Finding& f : all) {
+    md << ++n << ". **" << f.title << ".** (" << f.claim << ") " << f.text;
+    if (!f.figure.empty()) md << " See [" << f.figure << "](" << f.figure << ").";
     md << "\n";
   }
-  md << "\nFor the reviewer, the numbers behind each finding, with their intervals and tests, "
-        "come next; then the identities and claims, each with its criteria, and the tables that "
-        "hold every number.\n\n";
-  if (std::none_of(all.begin(), all.end(), [](const Finding* f) { return !f->detail.empty(); }))
-    return;
-  md << "## The numbers behind the findings\n\n";
+  md << "\nFor the reviewer, the numbers behind each finding come next; then the identities "
+        "and claims, each with its criteria, and the tables that hold every number.\n\n"
+     << "## The numbers behind the findings\n\n";
   n = 0;
-  for (const Finding* f : all) {
-    ++n;
-    if (!f->detail.empty()) md << n << ". **" << f->title << ".** " << f->detail << "\n";
-  }
+  for (const Finding& f : all) md << ++n << ". **" << f.title << ".** " << f.detail << "\n";
   md << "\n";
 }
 
@@ -169,7 +166,11 @@ void claims_section(std::ostringstream& md, const std::vector<Verdict>& verdicts
     md << "### " << v.id << (v.identity ? " (identity)" : "") << ": " << v.claim << "\n\n"
        << "- **Why it should hold.** " << v.why << "\n"
        << "- **Measured.** " << v.measured << "\n"
-       << "- **Verdict: " << v.verdict << ".** " << v.reason << "\n\n";
+       << "- **Verdict: " << v.verdict << ".** " << v.reason << "\n"
+       << (v.checks.empty()
+               ? ""
+               : "- **Checks** (the arms as declared; not evidence). " + v.checks + "\n")
+       << "\n";
 }
 
 void confounds_section(std::ostringstream& md) {
@@ -208,6 +209,7 @@ void write_report(const std::string& dir, const ReportInfo& info,
     for (const PlotFile& p : s.plots) write_file_atomic(dir + "/" + p.name, p.svg);
   }
   const std::vector<Verdict> verdicts = claims_in_order(sections);
+  if (!verdicts.empty()) write_csv(dir, criteria_csv(verdicts));
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
      << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.training_seeds
@@ -218,7 +220,7 @@ void write_report(const std::string& dir, const ReportInfo& info,
         "hold all "
         "of them, and docs/study.md explains the claims, the metrics and the literature. "
         "Throughout, `a +- b` is a mean and the half-width of its 95% interval.\n\n";
-  findings_section(md, sections);
+  findings_section(md, verdicts);
   if (!verdicts.empty()) claims_section(md, verdicts);
   for (const Section& s : sections) md << s.markdown;
   confounds_section(md);

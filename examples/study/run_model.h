@@ -38,8 +38,13 @@ StudyModel build_model(const RunSpec& spec, Generator& gen);
 // ---- Probes (run_probes.cpp) -----------------------------------------------------
 // The attention layers' state after a backward: the probe of the forward
 // that was recorded and the gradients of W_Q, W_K, W_V; one row per layer.
-void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step, const Batch& batch,
                    std::vector<LayerRow>& out);
+// Per scored query of `b` (B x T, row-major), the key position that holds its
+// answer in the task's key layer (key_layer), -1 for a query not scored:
+// reverse's cross-attention reads the source symbol the output copies,
+// recall's second layer the value after the key the query names.
+std::vector<int64_t> correct_keys(const Batch& b);
 // Before that backward: keeps the gradients record_layers reads at the
 // probe's logits and at the q and k they were made from.
 void retain_probe_gradients(const StudyModel& model);

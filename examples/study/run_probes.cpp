@@ -15,6 +15,9 @@ namespace gradflow::study {
 
 namespace {
 
+// recall's SEP token between the pairs and the queries (nn/data/recall_task.h).
+constexpr double kRecallSeparator = 1;
+
 // ||now - before||_F / ||before||_F.
 double relative_change(const Tensor& now, const Tensor& before) {
   const Tensor d = sub(now, before);
@@ -63,15 +66,73 @@ void retain_probe_gradients(const StudyModel& model) {
     Variable& logits = a->probe.logits;
     if (!logits.defined() || !logits.requires_grad()) continue;
     logits.retain_grad();
+    a->probe.weights.retain_grad();
     const ScoreInputs in = score_inputs(logits);
     in.q->retain_grad = in.k->retain_grad = true;
   }
 }
 
+std::vector<int64_t> correct_keys(const Batch& b) {
+  const Tensor& target = b.target;  // (B, T)
+  const int64_t batch = target.shape()[0], queries = target.shape()[1];
+  const std::vector<double> out_tokens = target.to_vector();
+  std::vector<int64_t> keys(out_tokens.size(), -1);
+  if (b.src.defined()) {
+    // reverse: src = c_1 ... c_L EOS PAD ..., tgt_out = c_L ... c_1 EOS: output t
+    // copies source position L - 1 - t, and the EOS output reads the EOS.
+    const std::vector<double> pad = b.src_pad.to_vector();
+    const int64_t sources = b.src_pad.shape()[1];
+    for (int64_t i = 0; i < batch; ++i) {
+      int64_t length = -1;  // L: the non-PAD source positions but the EOS
+      for (int64_t s = 0; s < sources; ++s) length += pad[i * sources + s] == 0;
+      for (int64_t t = 0; t < queries; ++t)
+        if (out_tokens[i * queries + t] != nn::kPadToken)
+          keys[i * queries + t] = t < length ? length - 1 - t : length;
+    }
+    return keys;
+  }
+  // recall: input = k_1 v_1 ... k_N v_N SEP q_1 a_1 ...; the query q_i, at a
+  // scored position, names the key k_j at 2 (j - 1), whose value sits right after it.
+  const std::vector<double> in = b.input.to_vector();
+  for (int64_t i = 0; i < batch; ++i) {
+    const double* row = in.data() + i * queries;
+    int64_t pairs = 0;
+    while (2 * pairs < queries && row[2 * pairs] != kRecallSeparator) ++pairs;
+    for (int64_t t = 0; t < queries; ++t) {
+      if (out_tokens[i * queries + t] == nn::kPadToken) continue;
+      for (int64_t j = 0; j < pairs; ++j)
+        if (row[2 * j] == row[t]) keys[i * queries + t] = 2 * j + 1;
+    }
+  }
+  return keys;
+}
+
+namespace {
+
+// The mean weight of the scored queries on their key, over the heads:
+// weights (B, H, T, S), keys (B, T) with -1 for a query not scored.
+double weight_on(const Tensor& weights, const std::vector<int64_t>& keys) {
+  const std::vector<int64_t>& shape = weights.shape();
+  const int64_t batch = shape[0], heads = shape[1], queries = shape[2], sources = shape[3];
+  const std::vector<double> w = weights.to_vector();
+  double total = 0, n = 0;
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < queries; ++t) {
+        const int64_t key = keys[i * queries + t];
+        if (key < 0 || key >= sources) continue;
+        total += w[((i * heads + h) * queries + t) * sources + key], ++n;
+      }
+  return n > 0 ? total / n : NAN;
+}
+
+}  // namespace
+
 // The attention layers' state after a backward: the probe of the forward
 // that was recorded and the gradients of W_Q, W_K, W_V.
-void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
+void record_layers(const StudyModel& model, const RunKey& key, int64_t step, const Batch& batch,
                    std::vector<LayerRow>& out) {
+  const std::string answer_layer = key_layer(key.task);
   for (const auto& [name, a] : model.attention) {
     LayerRow row{key, step, name, a->d_k()};
     AttentionStats st =
@@ -83,6 +144,10 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step,
     row.grad_norm_wv = grad_norm(a->v_proj->weight);
     row.grad_ratio_qv = row.grad_norm_wq / row.grad_norm_wv;
     row.grad_norm_logits = grad_norm(a->probe.logits);  // retained by retain_probe_gradients
+    row.grad_norm_weights = grad_norm(a->probe.weights);
+    row.transmission = row.grad_norm_logits / row.grad_norm_weights;
+    row.correct_key_weight =
+        name == answer_layer ? weight_on(a->probe.weights.data(), correct_keys(batch)) : NAN;
     if (a->probe.logits.requires_grad()) {
       const ScoreInputs in = score_inputs(a->probe.logits);
       row.grad_norm_q = norm_of(in.q->grad), row.grad_norm_k = norm_of(in.k->grad);

@@ -49,6 +49,18 @@ struct LayerRow {
   // the projections and any variant, before the scale s), on the same batch.
   // dL/dq = s (dL/dS) k: where dL/dS is small, so is what reaches W_Q.
   double grad_norm_q = 0, grad_norm_k = 0;
+  // ||dL/dP||: the gradient at the attention weights P = softmax(S), the
+  // softmax's output. The softmax passes it to its input through its
+  // Jacobian diag(p) - p p^T, so transmission = ||dL/dS|| / ||dL/dP|| is
+  // how much of it the softmax lets through: small when p is near one-hot.
+  double grad_norm_weights = 0, transmission = 0;
+  // The key layer only (NaN elsewhere): the attention weight a scored query
+  // puts on the key that holds its answer, averaged over the batch's scored
+  // queries and the heads (reverse: the source symbol the output copies;
+  // recall: the position of the value whose key the query names). Low
+  // entropy with a high weight here is attention that found its key, not a
+  // collapse.
+  double correct_key_weight = 0;
 };
 
 // Each transformer block's gradient norm (all its parameters together) at an
@@ -85,6 +97,11 @@ struct FinalRow {
   // held-out batch, averaged over the attention layers: at initialisation
   // and after training.
   double qk_std_init = 0, qk_std = 0;
+  // The mean held-out loss over the whole budget: loss_auc, with a run that
+  // stopped when it solved the task counted at its last held-out loss for
+  // the steps it did not run. Comparable across runs that stop at different
+  // steps, and free of accuracy's ceiling.
+  double loss_auc_budget = 0;
   // The smallest W_Q / W_V gradient ratio among the attention layers,
   // averaged over the last 10% of evaluations: a vanishing Q gradient in
   // any layer shows here.

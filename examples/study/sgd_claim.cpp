@@ -147,57 +147,41 @@ std::string no_clip_text(const C13Numbers& c) {
 }
 
 Verdict sgd_claim(const std::vector<SgdRow>& rows) {
-  Verdict v = verdict_for("C13");
   const C13Numbers c = c13_numbers(rows);
-  if (!c.complete) {
-    v.verdict = "unclear";
-    v.measured = "the selection lacks none or inv_sqrt_dk at d_k 16 or 256";
-    v.reason = "both arms at both d_k are needed";
-    return v;
-  }
-  if (!has_interval(c.ratio_common) || !has_interval(c.ratio_chosen) || !has_interval(c.gap_256) ||
-      !has_interval(c.gap_growth)) {
-    v.verdict = "unclear";
-    v.measured = "paired comparison seeds per criterion: " + std::to_string(c.ratio_common.n) +
-                 ", " + std::to_string(c.ratio_chosen.n) + ", " + std::to_string(c.gap_256.n) +
-                 ", " + std::to_string(c.gap_growth.n);
-    v.reason =
-        "each criterion needs an interval, so two or more comparison seeds paired at the "
-        "rates compared";
-    return v;
-  }
-  const bool lower_common = c.ratio_common.hi < 0;
-  const bool lower_chosen = c.ratio_chosen.hi < 0;
-  const bool worse = c.gap_256.lo > kSgdGapMargin;
-  const bool grows = c.gap_growth.lo > 0;
+  const std::vector<std::string> all = {"a", "b", "c", "d"};
+  if (!c.complete)
+    return judge("C13", {}, {}, "the selection lacks none or inv_sqrt_dk at d_k 16 or 256", false,
+                 all);
   auto chosen = [](const SgdBest& b) {
     return b.mode + " " + significant(b.best_lr, 2) + " at d_k " + std::to_string(b.d_k) +
            " (capped loss " + significant(b.best_loss) + ")";
   };
-  v.measured = "learning rates chosen on " + std::to_string(c.none_256.seeds) +
-               " selection seeds: " + chosen(c.none_256) + ", " + chosen(c.ref_256) + ", " +
-               chosen(c.none_16) + ", " + chosen(c.ref_16) +
-               "; on the comparison seeds, none - 1/sqrt(d_k) paired by seed: log10 W_Q/W_V "
-               "gradient ratio at d_k 256 " +
-               format_bounds(c.ratio_common) + " at the common lr " + significant(kSgdCommonLr) +
-               ", " + format_bounds(c.ratio_chosen) + " at the chosen ones; capped loss " +
-               format_bounds(c.gap_256) + " nats at d_k 256, " + format_bounds(c.gap_16) +
-               " at d_k 16, their difference seed by seed " + format_bounds(c.gap_growth) + "; " +
-               no_clip_text(c);
-  v.verdict = verdict_of(lower_common + lower_chosen + worse + grows, 4);
-  v.reason = "(a) at d_k 256 and the common lr " + significant(kSgdCommonLr) +
-             ", none's W_Q/W_V gradient ratio lower (95% interval of the log10 difference below "
-             "0): " +
-             yes_no(lower_common) +
-             "; (b) the same at each arm's chosen lr: " + yes_no(lower_chosen) +
-             "; (c) at d_k 256 none's capped loss higher by more than " +
-             significant(kSgdGapMargin) + " nats (whole 95% interval above it): " + yes_no(worse) +
-             "; (d) the gap larger at d_k 256 than at 16 (95% interval of the difference above "
-             "0): " +
-             yes_no(grows) + ". The premise, not a criterion: " + premise_text(c) +
-             ", so a step was not as large as its gradient in " + percent(c.clipped_none.mean) +
-             " of none's steps";
-  return v;
+  const std::string measured =
+      "learning rates chosen on " + std::to_string(c.none_256.seeds) +
+      " selection seeds: " + chosen(c.none_256) + ", " + chosen(c.ref_256) + ", " +
+      chosen(c.none_16) + ", " + chosen(c.ref_16) +
+      "; on the comparison seeds, none - 1/sqrt(d_k) paired by seed: log10 W_Q/W_V "
+      "gradient ratio at d_k 256 " +
+      format_bounds(c.ratio_common) + " at the common lr " + significant(kSgdCommonLr) + ", " +
+      format_bounds(c.ratio_chosen) + " at the chosen ones; capped loss " +
+      format_bounds(c.gap_256) + " nats at d_k 256, " + format_bounds(c.gap_16) +
+      " at d_k 16, their difference seed by seed " + format_bounds(c.gap_growth) + "; " +
+      no_clip_text(c) + ". The premise, not a criterion: " + premise_text(c) +
+      ", so a step was not as large as its gradient in " + percent(c.clipped_none.mean) +
+      " of none's steps";
+  auto row = [](const char* name, const Interval& e, const std::string& setting) {
+    const Criterion& k = criterion("C13", name);
+    return Outcome{.criterion = name,
+                   .passed = passes(k.test, k.margin, e),
+                   .missing = !has_interval(e),
+                   .setting = setting,
+                   .estimate = e};
+  };
+  return judge("C13",
+               {row("a", c.ratio_common, "d_k 256, lr " + significant(kSgdCommonLr)),
+                row("b", c.ratio_chosen, "d_k 256, chosen lr"), row("c", c.gap_256, "d_k 256"),
+                row("d", c.gap_growth, "d_k 256 - 16")},
+               {}, measured);
 }
 
 }  // namespace gradflow::study

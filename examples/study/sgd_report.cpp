@@ -14,56 +14,6 @@ namespace gradflow::study {
 
 namespace {
 
-// The finding: its title from the verdict's intervals, its text in words.
-Finding sgd_finding(const Verdict& v, const C13Numbers& c) {
-  Finding f{.figure = "sgd_lr.svg"};
-  f.detail = "C13 " + v.verdict + ". " + v.measured + ". " + v.reason + ".";
-  if (v.verdict == "unclear" || !c.complete) {
-    f.title = "Under plain SGD the textbook story is unclear in this run";
-    f.text =
-        "The run has too few seeds or arms to compare unscaled attention with 1/sqrt(d_k) "
-        "under plain SGD.";
-    return f;
-  }
-  const bool worse = c.gap_256.lo > kSgdGapMargin;
-  const bool qk_larger = has_interval(c.share_gap) && c.share_gap.lo > 0;
-  const bool qk_smaller = has_interval(c.share_gap) && c.share_gap.hi < 0;
-  f.title = std::string("Under plain SGD unscaled attention ") +
-            (worse ? "learns worse at d_k 256" : "is not shown worse at d_k 256") +
-            (qk_larger    ? ", with the larger W_Q and W_K gradients, not vanishing ones"
-             : qk_smaller ? ", with the smaller W_Q and W_K gradients"
-                          : "");
-  std::ostringstream t;
-  t << "Trained with plain SGD on the reverse task at d_k 256, each at the learning rate that "
-       "did best on other seeds, unscaled attention reached "
-    << percent(c.accuracy_none.mean) << " token accuracy and 1/sqrt(d_k) "
-    << percent(c.accuracy_ref.mean)
-    << ". The textbook story says that without the scale W_Q "
-       "and W_K get almost no gradient, so SGD hardly moves them. ";
-  if (qk_larger)
-    t << "Here it was the other way round: W_Q and W_K held ";
-  else
-    t << "Here W_Q and W_K held ";
-  t << percent(c.share_none.mean) << " of the unscaled model's gradient (squared) against "
-    << percent(c.share_ref.mean) << " with 1/sqrt(d_k). And the gradient clip shortened "
-    << percent(c.clipped_none.mean) << " of its steps (" << percent(c.clipped_ref.mean)
-    << " with 1/sqrt(d_k)) to one fixed length, whatever the gradient's size: those steps did "
-       "not follow the gradient's size as the story assumes. Without the clip, unscaled attention ";
-  if (c.free_diverged_none > 0)
-    t << "diverged in " << c.free_diverged_none << " of " << c.free_runs << " runs and ";
-  t << "reached " << percent(c.free_accuracy_none.mean) << " (1/sqrt(d_k) "
-    << percent(c.free_accuracy_ref.mean);
-  if (c.free_diverged_ref > 0)
-    t << ", " << c.free_diverged_ref << " of " << c.free_runs << " runs diverged";
-  t << ")";
-  if (has_interval(c.free_gap_256))
-    t << (c.free_gap_256.lo > kSgdGapMargin ? ": the gap stays without it"
-                                            : ": without it the gap is not shown");
-  t << ".";
-  f.text = t.str();
-  return f;
-}
-
 // "0.012 [0.008, 0.019]": a geometric mean and its interval, from an
 // interval of log10 values.
 std::string ratio_text(const Interval& log10) {
@@ -176,7 +126,6 @@ Section sgd_section(const SgdOptions& o, const std::vector<SgdRow>& rows) {
   if (rows.empty()) return sec;
   sec.claims = {sgd_claim(rows)};
   const C13Numbers c = c13_numbers(rows);
-  sec.findings.push_back(sgd_finding(sec.claims.front(), c));
   const std::vector<SgdBest> best = sgd_best(rows);
   std::ostringstream md;
   md << "## sgd: the scale under plain SGD\n\n"

@@ -43,6 +43,7 @@
 
 #include "autograd/graph.h"
 #include "examples/study/arms.h"
+#include "examples/study/criteria.h"
 #include "examples/study/run_rows.h"
 #include "examples/study/stats/inference.h"
 #include "examples/study/stats/stats.h"
@@ -280,6 +281,13 @@ struct RunShape {
 };
 RunShape run_shape(const RunSpec& spec);
 
+// Which stream of seeds the training runs draw from: every run's generators
+// mix it in, so a new stream gives every (base seed, seed) fresh weights,
+// batches and evaluation sets. A criterion that changes is judged on a stream
+// no one has read before (docs/study.md, "History of the criteria"): 0 until
+// 2026-12-06, 1 since the criteria declared then.
+inline constexpr uint64_t kSeedStream = 1;
+
 // Within a (task, d_k, d_model, seed) the initial weights, the batches and
 // the evaluation set do not depend on the mode, learning rate, warm-up,
 // norm placement or parametrisation (but muP's zero output layer): runs are
@@ -304,6 +312,10 @@ struct Verdict {
   // judged by an equivalence test and reported apart from the claims about
   // training; C3 and C4 each have one beside their claim.
   bool identity = false;
+  // Each declared criterion's rows (criteria.h): the train part's measured
+  // from the runs, the others' as their part reported them. criteria.csv.
+  std::vector<CriterionResult> results{};
+  std::string checks{};  // the manipulation checks and their outcomes, apart from the reason
 };
 // "holds" when every one of `parts` criteria passed, "does not hold" when
 // none did, else "partly holds".
@@ -325,25 +337,27 @@ struct PlotFile {
 };
 
 // A finding for the report's first section, "What this run shows", which a
-// student reads first: a plain sentence, one short paragraph in plain words
-// with the few numbers that carry it, and the figure that shows it. The
-// statistics behind it (intervals, tests, n) go in `detail`, which the
-// report prints further down for the reviewer. A title is fixed, or chosen
-// from a verdict, never from a point estimate whose interval crosses the line.
+// student reads first: one claim's verdict in plain words (findings.cpp,
+// finding_from). Its title is the claim's plain statement qualified by the
+// verdict, so it says no more than the claim's criteria tested; its text
+// gives each criterion's estimates, every number a cell of criteria.csv.
+// The verdict's measurements and reasons go in `detail`, which the report
+// prints further down for the reviewer.
 struct Finding {
-  std::string title{};   // "Unscaled attention fails at large d_k"
-  std::string text{};    // for the student: what happened, in words, a few numbers
-  std::string figure{};  // a file of the run: "final_accuracy.svg"
-  std::string detail{};  // for the reviewer: the estimates with intervals, the tests, n
+  std::string title{};               // "Without a scale, attention at large d_k learns worse ..."
+  std::string text{};                // for the student: each criterion's numbers and outcome
+  std::string figure{};              // a file of the run: "final_accuracy.svg"
+  std::string detail{};              // for the reviewer: the estimates with intervals, the tests, n
+  std::string claim{};               // the claim it rests on: "C22"
+  std::vector<std::string> files{};  // the files its numbers come from: criteria.csv first
 };
 
-// One part's share of the report: its findings, its claims, its tables
+// One part's share of the report: its claims, its tables
 // (markdown, under its own "## " heading), its CSV files and its figures.
 struct Section {
   std::string part{};  // "init", ...
   double seconds = 0;
   std::string time_note{};  // more on where the part's time went, for the report's end
-  std::vector<Finding> findings{};
   std::vector<Verdict> claims{};
   std::string markdown{};
   std::vector<CsvFile> csvs{};

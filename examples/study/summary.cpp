@@ -137,6 +137,12 @@ void summarise_run(RunOutput& out, int64_t steps, const std::vector<double>& tra
             static_cast<double>(c[i].step - c[i - 1].step);
   f.loss_auc =
       f.diverged || c.size() < 2 ? NAN : area / static_cast<double>(c.back().step - c.front().step);
+  // A run that stopped solved keeps its last held-out loss for the steps it did not run.
+  const double rest = static_cast<double>(steps - c.back().step);
+  f.loss_auc_budget =
+      f.diverged || c.size() < 2 || rest < 0
+          ? NAN
+          : (area + rest * c.back().eval_loss) / static_cast<double>(steps - c.front().step);
   // The smallest ratio among the layers at each of the last evaluations.
   std::map<int64_t, double> smallest;
   f.min_entropy = 1;

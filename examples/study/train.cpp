@@ -25,6 +25,7 @@ namespace gradflow::study {
 TrainOptions train_options(const Settings& settings) {
   TrainOptions o;
   o.seeds = settings.seeds > 0 ? settings.seeds : settings.full ? 10 : 5;
+  o.criteria_seeds = settings.seeds == 0;
   o.steps = settings.steps;
   // The default run trains the two ends, d_k 16 and 256, to stay within
   // three minutes; --full adds 64 between them.
@@ -34,13 +35,48 @@ TrainOptions train_options(const Settings& settings) {
   return o;
 }
 
+std::vector<ExtraSeeds> extra_seeds(const TrainOptions& o, int64_t own) {
+  std::vector<ExtraSeeds> out;
+  if (o.d_ks.empty()) return out;
+  const int64_t largest = *std::max_element(o.d_ks.begin(), o.d_ks.end());
+  for (const Claim& c : claims())
+    for (const Criterion& k : c.criteria) {
+      if (k.measure.file.empty() || k.seeds <= own) continue;
+      for (const TaskSetup& task : o.tasks) {
+        if (!k.measure.task.empty() && k.measure.task != task.task) continue;
+        // Every arm of the contrast must be trained, or the criterion is not tested.
+        bool all = true;
+        for (const Term& t : k.measure.contrast)
+          all = all && std::find(o.modes.begin(), o.modes.end(), t.arm) != o.modes.end();
+        if (!all) continue;
+        for (int64_t d_k : o.d_ks) {
+          if (k.measure.d_k > 0 ? d_k != k.measure.d_k : k.measure.largest && d_k != largest)
+            continue;
+          for (const Term& t : k.measure.contrast) {
+            auto it = std::find_if(out.begin(), out.end(), [&](const ExtraSeeds& e) {
+              return e.task == task.task && e.mode == t.arm && e.d_k == d_k;
+            });
+            if (it == out.end()) it = out.insert(out.end(), {task.task, t.arm, d_k, 0});
+            it->seeds = std::max(it->seeds, k.seeds);
+          }
+        }
+      }
+    }
+  return out;
+}
+
 std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o) {
   if (o.eval_every < 1) fail("scaling_study: eval_every must be at least 1");
+  const std::vector<ExtraSeeds> extra =
+      o.criteria_seeds ? extra_seeds(o, o.seeds) : std::vector<ExtraSeeds>{};
   std::vector<RunSpec> runs;
   for (const TaskSetup& task : o.tasks)
     for (int64_t d_k : o.d_ks)
-      for (const std::string& mode : o.modes)
-        for (int64_t seed = 0; seed < o.seeds; ++seed) {
+      for (const std::string& mode : o.modes) {
+        int64_t seeds = o.seeds;
+        for (const ExtraSeeds& e : extra)
+          if (e.task == task.task && e.mode == mode && e.d_k == d_k) seeds = e.seeds;
+        for (int64_t seed = 0; seed < seeds; ++seed) {
           RunSpec spec;
           spec.key = {task.task, mode, d_k, seed};
           spec.task = task;
@@ -57,6 +93,7 @@ std::vector<RunSpec> train_runs(const Settings& settings, const TrainOptions& o)
                              d_k == *std::max_element(o.d_ks.begin(), o.d_ks.end());
           runs.push_back(spec);
         }
+      }
   return runs;
 }
 
@@ -64,7 +101,14 @@ TrainResult run_train(const Settings& settings, const TrainOptions& o) {
   std::vector<RunOutput> outputs = train_all("train", train_runs(settings, o), settings,
                                              settings.progress_for("train: in training", "run"));
   TrainResult result;
+  result.seeds = o.seeds;
   for (RunOutput& r : outputs) {
+    if (r.final.run.seed >= o.seeds) {  // a criterion's extra seeds: evaluated, not summarised
+      result.extra_curves.insert(result.extra_curves.end(), r.curves.begin(), r.curves.end());
+      result.extra_layers.insert(result.extra_layers.end(), r.layers.begin(), r.layers.end());
+      result.extra_finals.push_back(r.final);
+      continue;
+    }
     result.curves.insert(result.curves.end(), r.curves.begin(), r.curves.end());
     result.layers.insert(result.layers.end(), r.layers.begin(), r.layers.end());
     result.finals.push_back(r.final);
@@ -79,7 +123,6 @@ namespace {
 // C7: the scale matters in training, and 1/sqrt(d_k) is never beaten.
 Verdict balance_claim(const std::vector<SettingSummary>& training) {
   const int64_t seeds = seeds_of(training);
-  Verdict v = verdict_for("C7");
   int worse_settings = 0, better_settings = 0, modes = 0;
   std::string better_list;
   for (const std::string& mode : study_modes()) {
@@ -92,28 +135,25 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
     if (!t.better_list.empty())
       better_list += (better_list.empty() ? "" : "; ") + mode + " on " + t.better_list;
   }
-  if (modes == 0) {
-    v.measured = "no training in this run";
-    v.verdict = "unclear";
-    v.reason = "the train part did not run";
-    return v;
-  }
-  const bool matters = worse_settings + better_settings > 0;
-  const bool balanced = better_settings == 0;
-  v.measured = "paired over " + std::to_string(seeds) +
-               " seeds against 1/sqrt(d_k): " + std::to_string(worse_settings) +
-               " (mode, setting) pairs detectably worse, " + std::to_string(better_settings) +
-               " detectably better" + (better_list.empty() ? "" : " (" + better_list + ")");
-  v.verdict = !matters ? "unclear" : balanced ? "holds" : "partly holds";
-  v.reason = std::string("the scale matters (some mode detectably different): ") + yes_no(matters) +
-             "; no mode detectably better than 1/sqrt(d_k) anywhere: " + yes_no(balanced) +
-             " (a difference counts when the whole 95% interval is past its margin, 1 accuracy "
-             "point, 0.05 nats of loss AUC, 20 steps, or a solve count differs by Fisher's "
-             "exact test, after Holm's correction over the modes at each task, d_k and metric; "
-             "the stability the seeds' wording adds is left out: the loss-spike counts in "
-             "final_metrics.csv, counted only 6 batch-noise sds above the running median, are "
-             "not judged)";
-  return v;
+  if (modes == 0) return judge("C7", {}, {}, "no training in this run", false, {"a", "b"});
+  const double differ = worse_settings + better_settings, better = better_settings;
+  return judge(
+      "C7",
+      {{.criterion = "a",
+        .passed = differ > criterion("C7", "a").margin,
+        .estimate = {differ, kNaN, kNaN, kNaN, 0}},
+       {.criterion = "b",
+        .passed = better < criterion("C7", "b").margin,
+        .estimate = {better, kNaN, kNaN, kNaN, 0}}},
+      {},
+      "paired over " + std::to_string(seeds) +
+          " seeds against 1/sqrt(d_k): " + std::to_string(worse_settings) +
+          " (mode, setting) pairs detectably worse, " + std::to_string(better_settings) +
+          " detectably better" + (better_list.empty() ? "" : " (" + better_list + ")") +
+          " (a difference counts when the whole 95% interval is past its margin, 1 accuracy "
+          "point, 0.05 nats of loss AUC, 20 steps, or a solve count differs by Fisher's exact "
+          "test, after Holm's correction over the modes at each task, d_k and metric; the "
+          "loss-spike counts in final_metrics.csv are not judged)");
 }
 
 // C8, within each mode without QK normalisation (a comparison across modes
@@ -126,7 +166,6 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
 // resample seeds, not runs. With QK normalisation the largest logit stays
 // below the unscaled mode's.
 Verdict logit_growth(const std::vector<FinalRow>& runs) {
-  Verdict v = verdict_for("C8");
   struct ModeRuns {
     std::vector<double> logit, entropy, ratio;
     std::vector<int64_t> seed;
@@ -165,8 +204,11 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
         (*figure)[i] -= total / n;
       }
     }
-  int modes = 0, collapse = 0, vanish = 0;
+  int modes = 0;
   std::string figures;
+  // One row per mode for each of (a) and (b): each needs every mode.
+  std::vector<Outcome> entropy = {{.criterion = "a", .passed = true}},
+                       ratio = {{.criterion = "b", .passed = true}};
   auto bounds = [](const BootstrapInterval& b) {
     return significant(b.estimate, 2) + " [" + significant(b.lo, 2) + ", " + significant(b.hi, 2) +
            "]";
@@ -178,35 +220,38 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     const BootstrapInterval e = seed_bootstrap_spearman(m.logit, m.entropy, m.seed, 2000, 8);
     const BootstrapInterval g = seed_bootstrap_spearman(m.logit, m.ratio, m.seed, 2000, 9);
     ++modes;
-    collapse += e.hi < 0, vanish += g.hi < 0;
+    entropy.front().passed = entropy.front().passed && e.hi < criterion("C8", "a").margin;
+    ratio.front().passed = ratio.front().passed && g.hi < criterion("C8", "b").margin;
+    entropy.front().setting += (entropy.front().setting.empty() ? "" : ", ") + mode + " " +
+                               yes_no(e.hi < criterion("C8", "a").margin);
+    ratio.front().setting += (ratio.front().setting.empty() ? "" : ", ") + mode + " " +
+                             yes_no(g.hi < criterion("C8", "b").margin);
     figures += (figures.empty() ? "" : "; ") + mode + " (" + std::to_string(m.logit.size()) +
                " runs, " + std::to_string(e.clusters) + " seeds): entropy " + bounds(e) +
                ", ratio " + bounds(g);
   }
-  if (modes == 0) {
-    v.verdict = "unclear", v.reason = "too few runs per mode (8 or more needed)", v.measured = "-";
-    return v;
-  }
-  const bool collapses = collapse == modes, vanishes = vanish == modes;
   const double unscaled_max = largest["none"];
-  const bool bounded = normalised_max > 0 && normalised_max < unscaled_max;
-  v.measured =
+  const std::string measured =
       "Spearman's rho within each mode and setting (each figure minus its setting's mean), "
       "over its runs of the train and lr parts, of the largest logit with the lowest entropy "
       "and with the final W_Q/W_V gradient ratio, 95% intervals resampling seeds: " +
-      figures + "; largest logit with QK normalisation " + significant(normalised_max) +
-      " against " + significant(unscaled_max) + " unscaled";
-  v.verdict = verdict_of(collapses + vanishes + bounded, 3);
-  v.reason = "larger logits, lower entropy (interval below 0) in " + std::to_string(collapse) +
-             " of " + std::to_string(modes) +
-             " modes; larger logits, smaller Q/V gradient ratio "
-             "in " +
-             std::to_string(vanish) + " of " + std::to_string(modes) +
-             " (each needs every mode); QK normalisation keeps the largest logit below the "
-             "unscaled mode's: " +
-             yes_no(bounded) +
-             ". Across modes the same correlation would mostly rank the modes' scales.";
-  return v;
+      (figures.empty() ? std::string("-") : figures) + "; largest logit with QK normalisation " +
+      significant(normalised_max) + " against " + significant(unscaled_max) + " unscaled";
+  std::vector<Outcome> outcomes;
+  std::vector<std::string> untested;
+  if (normalised_max > 0)  // QK normalisation was trained: the check can be made
+    outcomes.push_back({.criterion = "c",
+                        .passed = normalised_max < unscaled_max * criterion("C8", "c").margin,
+                        .estimate = {normalised_max / unscaled_max, kNaN, kNaN, kNaN, 0}});
+  else
+    untested.push_back("c");
+  if (modes > 0)
+    outcomes.insert(outcomes.end(), {entropy.front(), ratio.front()});
+  else
+    untested.insert(untested.end(), {"a", "b"});
+  return judge("C8", outcomes, {},
+               measured + (modes > 0 ? "" : "; too few runs per mode (8 or more needed)"), false,
+               untested);
 }
 
 const char* comparison_word(Comparison c) {
@@ -316,10 +361,7 @@ Section train_section(const TrainOptions& options, const TrainResult& result,
   if (result.finals.empty()) return s;
   const std::vector<SettingSummary> summary = summarise_training(result.finals);
   s.claims = train_claims(summary, result.finals, lr_sweep);
-  if (!result.layers.empty())
-    for (const Verdict& v : {logit_gradient_claim(result), entropy_collapse_claim(result)})
-      if (v.verdict != "unclear" || v.measured != "-") s.claims.push_back(v);
-  s.findings = train_findings(result, summary);
+  for (Verdict& v : mechanism_claims(result)) s.claims.push_back(std::move(v));
   s.markdown = train_table(options, summary) + factorial_table(summarise_factorial(result)) +
                update_table(result);
   s.csvs = train_csvs(result);

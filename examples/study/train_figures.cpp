@@ -17,6 +17,15 @@ void add_run(CsvRow& row, const RunKey& k) {
   row.insert(row.end(), {k.task, k.d_k, k.mode, k.seed});
 }
 
+// The part's own seeds first, then a criterion's extra seeds (TrainResult).
+template <typename Row>
+std::vector<const Row*> all_rows(const std::vector<Row>& own, const std::vector<Row>& extra) {
+  std::vector<const Row*> out;
+  for (const auto* rows : {&own, &extra})
+    for (const Row& r : *rows) out.push_back(&r);
+  return out;
+}
+
 }  // namespace
 
 std::vector<CsvFile> train_csvs(const TrainResult& b) {
@@ -26,7 +35,8 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
     for (const char* c : {"step", "train_loss", "eval_loss", "accuracy", "spike"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
-    for (const CurveRow& r : b.curves) {
+    for (const CurveRow* p : all_rows(b.curves, b.extra_curves)) {
+      const CurveRow& r = *p;
       CsvRow row;
       add_run(row, r.run);
       row.insert(row.end(), {r.step, csv_number(r.train_loss), csv_number(r.eval_loss),
@@ -37,13 +47,14 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   }
   {
     std::vector<std::string> columns = run_columns();
-    for (const char* c :
-         {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq", "grad_norm_wk",
-          "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits", "update_wq", "update_wk",
-          "update_wv", "logit_change", "grad_norm_q", "grad_norm_k"})
+    for (const char* c : {"step", "layer", "layer_d_k", "max_logit", "entropy_norm", "grad_norm_wq",
+                          "grad_norm_wk", "grad_norm_wv", "grad_ratio_qv", "grad_norm_logits",
+                          "update_wq", "update_wk", "update_wv", "logit_change", "grad_norm_q",
+                          "grad_norm_k", "grad_norm_weights", "transmission", "correct_key_weight"})
       columns.push_back(c);
     std::vector<CsvRow> rows;
-    for (const LayerRow& r : b.layers) {
+    for (const LayerRow* p : all_rows(b.layers, b.extra_layers)) {
+      const LayerRow& r = *p;
       CsvRow row;
       add_run(row, r.run);
       row.insert(
@@ -52,7 +63,8 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
            csv_number(r.grad_norm_wq), csv_number(r.grad_norm_wk), csv_number(r.grad_norm_wv),
            csv_number(r.grad_ratio_qv), csv_number(r.grad_norm_logits), csv_number(r.update_wq),
            csv_number(r.update_wk), csv_number(r.update_wv), csv_number(r.logit_change),
-           csv_number(r.grad_norm_q), csv_number(r.grad_norm_k)});
+           csv_number(r.grad_norm_q), csv_number(r.grad_norm_k), csv_number(r.grad_norm_weights),
+           csv_number(r.transmission), csv_number(r.correct_key_weight)});
       rows.push_back(row);
     }
     out.push_back({"train_layers.csv", columns, rows});
@@ -60,25 +72,41 @@ std::vector<CsvFile> train_csvs(const TrainResult& b) {
   {
     std::vector<std::string> columns = run_columns();
     for (const char* c :
-         {"lr", "steps", "accuracy", "final_loss", "steps_to_90", "reached_90", "steps_to_99",
-          "reached_99", "loss_auc", "seq_accuracy", "spikes", "max_logit", "grad_ratio_qv",
-          "clipped_fraction", "qk_grad_share", "diverged"})
+         {"lr",           "steps",         "accuracy",         "final_loss",    "steps_to_90",
+          "reached_90",   "steps_to_99",   "reached_99",       "loss_auc",      "loss_auc_budget",
+          "seq_accuracy", "spikes",        "max_logit",        "min_entropy",   "qk_std_init",
+          "qk_std",       "grad_ratio_qv", "clipped_fraction", "qk_grad_share", "diverged"})
       columns.push_back(c);
     // The optimizer right after the mode, as in sgd_sweep.csv.
     const auto optimizer_at =
         std::find(columns.begin(), columns.end(), "mode") - columns.begin() + 1;
     columns.insert(columns.begin() + optimizer_at, "optimizer");
     std::vector<CsvRow> rows;
-    for (const FinalRow& f : b.finals) {
+    for (const FinalRow* p : all_rows(b.finals, b.extra_finals)) {
+      const FinalRow& f = *p;
       CsvRow row;
       add_run(row, f.run);
       row.insert(row.begin() + optimizer_at, f.optimizer);
-      row.insert(row.end(),
-                 {f.lr, f.steps, csv_number(f.final_accuracy), csv_number(f.final_loss),
-                  f.steps_to_90, f.reached_90, f.steps_to_99, f.reached_99, csv_number(f.loss_auc),
-                  f.seq_accuracy >= 0 ? csv_number(f.seq_accuracy) : "", f.spikes,
-                  csv_number(f.max_logit), csv_number(f.grad_ratio_qv),
-                  csv_number(f.clipped_fraction), csv_number(f.qk_grad_share), f.diverged});
+      row.insert(row.end(), {f.lr,
+                             f.steps,
+                             csv_number(f.final_accuracy),
+                             csv_number(f.final_loss),
+                             f.steps_to_90,
+                             f.reached_90,
+                             f.steps_to_99,
+                             f.reached_99,
+                             csv_number(f.loss_auc),
+                             csv_number(f.loss_auc_budget),
+                             f.seq_accuracy >= 0 ? csv_number(f.seq_accuracy) : "",
+                             f.spikes,
+                             csv_number(f.max_logit),
+                             csv_number(f.min_entropy),
+                             csv_number(f.qk_std_init),
+                             csv_number(f.qk_std),
+                             csv_number(f.grad_ratio_qv),
+                             csv_number(f.clipped_fraction),
+                             csv_number(f.qk_grad_share),
+                             f.diverged});
       rows.push_back(row);
     }
     out.push_back({"final_metrics.csv", columns, rows});

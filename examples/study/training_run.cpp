@@ -268,10 +268,11 @@ RunOutput train_one(const RunSpec& spec) {
   const TaskSetup& task = spec.task;
   // The same seeds for every mode, lr, warm-up and norm placement of a
   // (task, d_k, d_model, seed): the same init, data and evaluation set.
-  const uint64_t base = (spec.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
-                        static_cast<uint64_t>(key.d_k) * 31 +
-                        static_cast<uint64_t>(task.model.d_model) * 104729 +
-                        (task.task == "reverse" ? 1 : 2);
+  const uint64_t base =
+      ((spec.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
+       static_cast<uint64_t>(key.d_k) * 31 + static_cast<uint64_t>(task.model.d_model) * 104729 +
+       (task.task == "reverse" ? 1 : 2)) ^
+      (kSeedStream * 0x9E3779B97F4A7C15ULL);
   Generator init(base), data(base + 100), eval_gen(base + 200);
   StudyModel model = build(spec, init);
   std::vector<Batch> eval;
@@ -326,7 +327,7 @@ RunOutput train_one(const RunSpec& spec) {
       if (capture) out.flows.push_back({step, key_layer_graph(model, task.task, loss, *capture)});
       // What the run measures of this step's gradients, before they are clipped.
       if (probe_step) {
-        record_layers(model, key, step, out.layers);
+        record_layers(model, key, step, b, out.layers);
         before = snapshot(model);
       }
       if (eval_step) {

@@ -157,32 +157,32 @@ Verdict width_claim(const std::vector<WidthRow>& rows) {
     if (std::find(grid.begin(), grid.end(), w.run.lr) == grid.end()) grid.push_back(w.run.lr);
   std::sort(grid.begin(), grid.end());
   const std::vector<BestLr> best = best_lr_by_width(rows);
-  Verdict v = verdict_for("C10");
+  std::string measured;
   for (const BestLr& b : best)
-    v.measured += (v.measured.empty() ? "" : "; ") + b.parametrization + " d_model " +
-                  std::to_string(b.d_model) + ": " + significant(b.best_lr, 2);
+    measured += (measured.empty() ? "" : "; ") + b.parametrization + " d_model " +
+                std::to_string(b.d_model) + ": " + significant(b.best_lr, 2);
   std::set<int64_t> seeds;
   for (const WidthRow& w : rows) seeds.insert(w.run.run.seed);
-  if (seeds.size() < 2) {
-    v.verdict = "unclear";
-    v.reason =
-        "the best learning rate of one seed is one noisy run's; two or more seeds are "
-        "needed";
-    return v;
-  }
+  if (seeds.size() < 2)
+    return judge("C10", {}, {},
+                 measured +
+                     " (the best learning rate of one seed is one noisy run's; two or "
+                     "more seeds are needed)",
+                 false, {"a", "b"});
   const int mup = best_lr_spread(best, "mup", grid);
   const int sp = std::max(best_lr_spread(best, "sp_inv_sqrt_dk", grid),
                           best_lr_spread(best, "sp_inv_dk", grid));
-  const bool mup_stays = mup <= 1, sp_moves = sp >= 2;
-  v.verdict = mup_stays && sp_moves     ? "holds"
-              : !mup_stays && mup >= sp ? "does not hold"
-                                        : "unclear";
-  v.reason = "the best learning rate (loss averaged over seeds) moves by " + std::to_string(mup) +
-             " grid steps across widths under muP (transfers: at most 1) and by " +
-             std::to_string(sp) +
-             " under the standard parametrisations (moves: at least 2); "
-             "a half decade per step";
-  return v;
+  auto steps = [](int n) { return Interval{static_cast<double>(n), kNaN, kNaN, kNaN, 0}; };
+  return judge("C10",
+               {{.criterion = "a",
+                 .passed = mup < criterion("C10", "a").margin,
+                 .setting = "muP",
+                 .estimate = steps(mup)},
+                {.criterion = "b",
+                 .passed = sp > criterion("C10", "b").margin,
+                 .setting = "standard",
+                 .estimate = steps(sp)}},
+               {}, measured + " (grid steps of a half decade)");
 }
 
 Section width_section(const WidthOptions& o, const std::vector<WidthRow>& width) {
