@@ -94,13 +94,13 @@ Verdict judge(const std::string& id, const std::vector<Outcome>& outcomes,
       fail("study claims: a part judged ", id, " on '", o.criterion,
            "', which its row does not declare (examples/study/claims.cpp)");
   for (const CriterionResult& r : results)
-    if (!declared.count(r.criterion) || r.claim != id)
-      fail("study claims: a result for ", r.claim, r.criterion, " was handed to ", id);
+    if (!declared.count(r.criterion) || r.claim_id != id)
+      fail("study claims: a result for ", r.claim_id, r.criterion, " was handed to ", id);
   // Every outcome becomes a row, as evaluate's are: one per setting.
   std::vector<CriterionResult> rows = results;
   for (const Outcome& o : outcomes) {
     const Criterion& c = criterion(id, o.criterion, identity);
-    rows.push_back({.claim = id,
+    rows.push_back({.claim_id = id,
                     .criterion = o.criterion,
                     .role = c.role,
                     .task = o.setting,

@@ -89,7 +89,7 @@ struct Criterion {
 
 // One criterion on one (task, d_k): its estimate over seeds and outcome.
 struct CriterionResult {
-  std::string claim{}, criterion{};  // "C20", "a"
+  std::string claim_id{}, criterion{};  // "C20", "a"
   Role role = Role::Evidence;
   std::string task{};  // or a part-measured outcome's setting
   int64_t d_k = 0;

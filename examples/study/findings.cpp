@@ -66,7 +66,8 @@ std::string title_of(const Verdict& v) {
 
 Finding finding_from(const Verdict& v) {
   const Claim& row = claim(v.id, v.identity);
-  Finding f{.title = title_of(v), .figure = row.figure, .claim = v.id, .files = {"criteria.csv"}};
+  Finding f{
+      .title = title_of(v), .figure = row.figure, .claim_id = v.id, .files = {"criteria.csv"}};
   std::string checks;
   for (const Criterion& c : row.criteria) {
     std::string rows;

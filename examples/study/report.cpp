@@ -127,7 +127,7 @@ void findings_section(std::ostringstream& md, const std::vector<Verdict>& verdic
         "test), and whether it passed. Every number is a cell of criteria.csv.\n\n";
   int n = 0;
   for (const Finding& f : all) {
-    md << ++n << ". **" << f.title << ".** (" << f.claim << ") " << f.text;
+    md << ++n << ". **" << f.title << ".** (" << f.claim_id << ") " << f.text;
     if (!f.figure.empty()) md << " See [" << f.figure << "](" << f.figure << ").";
     md << "\n";
   }

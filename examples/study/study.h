@@ -348,7 +348,7 @@ struct Finding {
   std::string text{};                // for the student: each criterion's numbers and outcome
   std::string figure{};              // a file of the run: "final_accuracy.svg"
   std::string detail{};              // for the reviewer: the estimates with intervals, the tests, n
-  std::string claim{};               // the claim it rests on: "C22"
+  std::string claim_id{};            // the claim it rests on: "C22"
   std::vector<std::string> files{};  // the files its numbers come from: criteria.csv first
 };
 

@@ -194,7 +194,7 @@ std::vector<CriterionResult> evaluate(const std::string& claim_id, const Criteri
   // An equivalence test at level 0.05 reads the 90% interval.
   for (const SettingEstimate& e : estimate_all(c.measure, r, c.seeds > 0 ? c.seeds : r.seeds,
                                                c.test == Test::Within ? 0.90 : 0.95)) {
-    CriterionResult res{.claim = claim_id,
+    CriterionResult res{.claim_id = claim_id,
                         .criterion = c.id,
                         .role = c.role,
                         .task = e.task,

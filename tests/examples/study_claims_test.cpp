@@ -187,7 +187,7 @@ TEST(StudyClaims, TheTableIsInIdOrderWithTheIdentitiesBesideTheirClaims) {
     EXPECT_FALSE(c.section.empty());
   }
   EXPECT_EQ(identities, (std::set<std::string>{"C1", "C2", "C3", "C4"}));
-  for (int n = 3; n <= 19; ++n) EXPECT_TRUE(claimed.count("C" + std::to_string(n))) << n;
+  for (int n = 3; n <= 27; ++n) EXPECT_TRUE(claimed.count("C" + std::to_string(n))) << n;
 }
 
 TEST(StudyClaims, AVerdictStartsFromItsRow) {
@@ -231,30 +231,54 @@ TEST(StudyClaims, EveryStatementIsTheBoldLineUnderItsHeading) {
     EXPECT_TRUE(keys.count(key)) << "docs/study.md states " << key << ", the table has no row";
 }
 
-// The parts take every claim from the table: each verdict_for id is a row,
-// every row is judged by some part, and no part constructs a Verdict from
-// text of its own.
+// The parts take every claim from the table: each id judged (judge,
+// identity_verdict, verdict_for) is a row, every row is judged by some part
+// (the mechanism's rows by mechanism_claims, which walks them), and no part
+// constructs a Verdict from text of its own.
 TEST(StudyClaims, ThePartsJudgeTheTablesClaimsAndWordNone) {
-  static const std::regex call(R"re(verdict_for\("(C[0-9]+)"(, true)?\))re");
+  static const std::regex call(
+      R"re((verdict_for|judge|identity_verdict)\(\s*"(C[0-9]+)"(, true)?)re");
   static const std::regex own_words(
       R"re(Verdict\s*\w*\s*\{\s*(\.id\s*=\s*)?"|\.(claim|why)\s*=[^=])re");
   std::set<std::string> judged;
   for (const auto& e : fs::directory_iterator(kRoot / "examples/study")) {
     const std::string name = e.path().filename().string();
-    if (e.path().extension() != ".cpp" || name == "claims.cpp") continue;
+    if (e.path().extension() != ".cpp" || name.starts_with("claims") || name == "criteria.cpp")
+      continue;
     const std::string text = read_text(e.path());
     for (auto it = std::sregex_iterator(text.begin(), text.end(), call);
          it != std::sregex_iterator(); ++it) {
-      const std::string key = (*it)[1].str() + ((*it)[2].matched ? " (identity)" : "");
-      EXPECT_NO_THROW(claim((*it)[1], (*it)[2].matched)) << name << " judges " << key;
+      // identity_verdict judges an identity; judge and verdict_for say so with ", true".
+      const bool identity = (*it)[1] == "identity_verdict" || (*it)[3].matched;
+      const std::string key = (*it)[2].str() + (identity ? " (identity)" : "");
+      EXPECT_NO_THROW(claim((*it)[2], identity)) << name << " judges " << key;
       judged.insert(key);
     }
     EXPECT_FALSE(std::regex_search(text, own_words))
         << name << " words a claim itself: start from verdict_for (claims.h)";
   }
+  for (const Claim& c : claims_of_the_mechanism()) judged.insert(c.id);
   for (const Claim& c : claims())
     EXPECT_TRUE(judged.count(c.id + (c.identity ? " (identity)" : "")))
         << "no part judges " << c.id << (c.identity ? " (identity)" : "");
+}
+
+// A claim whose criteria or words changed says when and why in its row,
+// and docs/study.md's "History of the criteria" gives the reason under its id.
+TEST(StudyClaims, EveryChangeIsInTheHistory) {
+  const std::string page = read_text(kRoot / "docs/study.md");
+  const size_t start = page.find("## History of the criteria");
+  ASSERT_NE(start, std::string::npos);
+  const std::string history = page.substr(start, page.find("\n## ", start + 1) - start);
+  int changed = 0;
+  for (const Claim& c : claims()) {
+    if (c.changed.empty()) continue;
+    ++changed;
+    EXPECT_NE(history.find("**" + c.id + " (" + c.changed.substr(0, 10) + ")"), std::string::npos)
+        << c.id << " changed (" << c.changed << ") but the history has no **" << c.id << " ("
+        << c.changed.substr(0, 10) << ").** entry";
+  }
+  EXPECT_GE(changed, 6);
 }
 
 TEST(StudyClaims, EveryPointerIntoTheStudyPageNamesAHeading) {

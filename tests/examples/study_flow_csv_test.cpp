@@ -1,8 +1,6 @@
 // The gradient-flow graph's numbers, recomputed from the files a small
 // scaling_study run writes: train_layers.csv's gradients at q and k (and at
-// the scores) against the drawn graph's edges in gradient_flow.csv, and every
-// number the gradient-flow finding quotes, from gradient_flow.csv, in
-// report.md.
+// the scores) against the drawn graph's edges in gradient_flow.csv.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,28 +60,13 @@ const Edge& into(const std::vector<Edge>& g, size_t node, int n = 0) {
   return none;
 }
 
-// The last edge into the softmax, and the last out of W_Q (as the finding reads them).
+// The last edge into the softmax.
 double at_logits(const std::vector<Edge>& g) {
   double out = NAN;
   for (const Edge& e : g)
     if (e.to == "softmax") out = e.norm;
   return out;
 }
-double at_wq(const std::vector<Edge>& g) {
-  double out = NAN;
-  for (const Edge& e : g)
-    if (e.from == "q_proj.weight") out = e.norm;
-  return out;
-}
-
-int64_t last_step(const Drawings& d, const std::string& task, const std::string& mode) {
-  int64_t last = -1;
-  for (const auto& [key, edges] : d.graphs)
-    if (std::get<0>(key) == task && std::get<1>(key) == mode)
-      last = std::max(last, std::get<2>(key));
-  return last;
-}
-
 // dL/dq and dL/dk, train_layers.csv's grad_norm_q and grad_norm_k, are the
 // edges into q k^T: back from the softmax through the mask (recall's) to the
 // scale's mul, whose input is the product; its first input is q, its second
@@ -128,53 +111,6 @@ TEST_F(StudyFlowCsv, TheGradientsAtQAndKAreTheDrawnGraphsEdges) {
     }
   }
   EXPECT_EQ(compared, 2 * 2 * 2);
-}
-
-// Every number gradient_flow_finding quotes, from gradient_flow.csv: per task
-// the norms at the softmax's input and at W_Q, none and 1/sqrt(d_k), at step
-// 0 and at each arm's last drawn step; its text tells the task where none's
-// late norm at the softmax is smallest.
-TEST_F(StudyFlowCsv, TheFindingsNumbersComeFromGradientFlowCsv) {
-  const std::string out = path("study");
-  Result r = run(kScalingStudy, kTrainRun, {"--out", out});
-  ASSERT_EQ(r.code, 0) << r.err;
-  const Drawings d = read_drawings(out + "/gradient_flow.csv");
-  const std::string report = read(out + "/report.md");
-  ASSERT_EQ(d.tasks.size(), 2u);
-  auto graph = [&](const std::string& task, const std::string& mode, int64_t step) {
-    return d.graphs.at({task, mode, step});
-  };
-  std::string shown;
-  double smallest = INFINITY;
-  for (const std::string& task : d.tasks) {
-    const int64_t n_late = last_step(d, task, "none"), r_late = last_step(d, task, "inv_sqrt_dk");
-    ASSERT_GT(n_late, 0) << task;
-    ASSERT_GT(r_late, 0) << task;
-    const auto n0 = graph(task, "none", 0), r0 = graph(task, "inv_sqrt_dk", 0),
-               n1 = graph(task, "none", n_late), r1 = graph(task, "inv_sqrt_dk", r_late);
-    const std::string detail =
-        task + " (" + d.layer.at(task) +
-        "), the gradient's norm at the logits, none and 1/sqrt(d_k): at step 0 " +
-        format_norm(at_logits(n0)) + " and " + format_norm(at_logits(r0)) + " (at W_Q " +
-        format_norm(at_wq(n0)) + " and " + format_norm(at_wq(r0)) +
-        "); at each run's last evaluation, step " + std::to_string(n_late) + " " +
-        format_norm(at_logits(n1)) + " and step " + std::to_string(r_late) + " " +
-        format_norm(at_logits(r1)) + " (at W_Q " + format_norm(at_wq(n1)) + " and " +
-        format_norm(at_wq(r1)) + ")";
-    EXPECT_NE(report.find(detail), std::string::npos) << detail;
-    if (!(at_logits(n1) < smallest)) continue;
-    smallest = at_logits(n1);
-    shown = "On `" + task +
-            "`, one training step's gradient reaches the unscaled layer's softmax input with "
-            "norm " +
-            format_norm(at_logits(n0)) + " at the first step, as with 1/sqrt(d_k) (" +
-            format_norm(at_logits(r0)) + "). At step " + std::to_string(n_late) + " it is " +
-            format_norm(at_logits(n1)) +
-            ": the gradient comes into the layer and stops at the softmax, and W_Q and W_K, which "
-            "it must pass to reach, learn nothing more. With 1/sqrt(d_k) it is still " +
-            format_norm(at_logits(r1)) + " at step " + std::to_string(r_late) + ".";
-  }
-  EXPECT_NE(report.find(shown), std::string::npos) << shown;
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
-// The train part's mechanism (mechanism.cpp: C20, C21) and factorial
-// (factorial.cpp): the criteria on hand-built rows, both outcomes; and the
-// numbers the part's findings quote, recomputed from the CSV files the run
-// writes (train_csvs), not from the structs the findings were built from.
+// The train part's mechanism claims (C20 on, claims_mechanism.cpp) judged
+// on hand-built rows, both outcomes, from their declared criteria alone; and
+// the factorial's effects (factorial.cpp) by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,15 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
-#include "tensor/parallel.h"
 
 namespace gradflow::study {
 namespace {
 
 // Key-layer rows of (task, mode) at d_k 256 for `seeds` seeds: at steps 0,
-// 2, ..., 48, then 60, 70, ..., 190; `value(seed, step)` for both the
-// gradient at the logits and the entropy, logit_change 1 (times `step_size`).
+// 2, ..., 48, then 60, 70, ..., 190; `value(seed, step)` for the gradient at
+// the logits, the entropy and the transmission, logit_change `step_size`.
 void add_rows(TrainResult& b, const std::string& task, const std::string& mode, int seeds,
               const std::function<double(int, int64_t)>& value, double step_size = 1) {
   for (int seed = 0; seed < seeds; ++seed) {
@@ -29,8 +28,8 @@ void add_rows(TrainResult& b, const std::string& task, const std::string& mode, 
     for (int64_t s = 60; s < 200; s += 10) steps.push_back(s);
     for (int64_t step : steps) {
       LayerRow r{.run = {task, mode, 256, seed}, .step = step, .layer = key_layer(task)};
-      r.grad_norm_logits = value(seed, step);
-      r.entropy_norm = value(seed, step);
+      r.grad_norm_logits = r.entropy_norm = r.transmission = r.correct_key_weight =
+          value(seed, step);
       r.logit_change = step_size * (1 + 0.01 * seed);
       b.layers.push_back(r);
     }
@@ -38,44 +37,55 @@ void add_rows(TrainResult& b, const std::string& task, const std::string& mode, 
   }
 }
 
-TEST(StudyMechanism, TheGradientAtTheScoresCollapsesInTraining) {
-  TrainResult b;
-  for (const char* task : {"reverse", "recall"}) {
-    add_rows(b, task, kDefaultMode, 3, [](int seed, int64_t) { return 1.0 + 0.1 * seed; });
-    // Equal at the start, a tenth from step 20 on.
-    add_rows(b, task, "none", 3, [](int seed, int64_t step) {
-      return (step < 20 ? 1.0 : 0.1) * (1.0 + 0.1 * seed) * (1 + 0.01 * seed);
-    });
-  }
-  Verdict v = logit_gradient_claim(b);
-  EXPECT_EQ(v.id, "C20");
-  EXPECT_EQ(v.verdict, "holds") << v.reason;
-  EXPECT_NE(v.measured.find("from step 60 on 0.1x"), std::string::npos) << v.measured;
+const CriterionResult* row_of(const Verdict& v, const std::string& criterion,
+                              const std::string& task) {
+  for (const CriterionResult& r : v.results)
+    if (r.criterion == criterion && r.task == task) return &r;
+  return nullptr;
+}
 
-  // Collapsed by half only: not past the factor of 4.
-  TrainResult half;
+TEST(StudyMechanism, C20AsksForAFallAgainstTheArmsOwnStart) {
+  // The unscaled gradient at the scores falls to a tenth of its own start.
+  TrainResult falls;
+  for (const char* task : {"reverse", "recall"})
+    add_rows(falls, task, "none", 3,
+             [](int seed, int64_t step) { return (step < 20 ? 1.0 : 0.1) * (1.0 + 0.1 * seed); });
+  Verdict v = judge_on_runs("C20", falls);
+  EXPECT_EQ(v.verdict, "holds") << v.reason;
+  const CriterionResult* r = row_of(v, "a", "reverse");
+  ASSERT_NE(r, nullptr);
+  EXPECT_NEAR(std::exp(r->estimate.mean), 0.1,
+              1e-9);  // the log of the window's mean, minus the start's
+  EXPECT_EQ(r->estimate.n, 3);
+
+  // Unscaled attention's gradient grows while 1/sqrt(d_k)'s grows more: its
+  // ratio to the reference falls, but it does not collapse. C20 does not hold.
+  TrainResult grows;
   for (const char* task : {"reverse", "recall"}) {
-    add_rows(half, task, kDefaultMode, 3, [](int seed, int64_t) { return 1.0 + 0.1 * seed; });
-    add_rows(half, task, "none", 3, [](int seed, int64_t step) {
-      return (step < 20 ? 1.0 : 0.5) * (1.0 + 0.1 * seed) * (1 + 0.01 * seed);
-    });
+    add_rows(grows, task, "none", 3,
+             [](int seed, int64_t step) { return (step < 20 ? 1.0 : 1.4) * (1.0 + 0.1 * seed); });
+    add_rows(grows, task, kDefaultMode, 3,
+             [](int seed, int64_t step) { return (step < 20 ? 1.0 : 10.0) * (1.0 + 0.2 * seed); });
   }
-  v = logit_gradient_claim(half);
-  EXPECT_EQ(v.verdict, "partly holds") << v.reason;
-  EXPECT_NE(v.reason.find("collapsed from step 60 on (whole interval below it): no"),
-            std::string::npos)
-      << v.reason;
+  EXPECT_EQ(judge_on_runs("C20", grows).verdict, "does not hold");
+  // ... and that is C23(b): the gradient at the input grows less than 1/sqrt(d_k)'s.
+  const Verdict c23 = judge_on_runs("C23", grows);
+  const CriterionResult* growth = row_of(c23, "b", "recall");
+  ASSERT_NE(growth, nullptr);
+  EXPECT_NEAR(std::exp(growth->estimate.mean), 0.14, 1e-9);
+  EXPECT_TRUE(growth->passed);
 
   // One seed: no interval, no verdict.
   TrainResult one;
-  add_rows(one, "reverse", kDefaultMode, 1, [](int, int64_t) { return 1.0; });
   add_rows(one, "reverse", "none", 1, [](int, int64_t step) { return step < 20 ? 1.0 : 0.1; });
-  EXPECT_EQ(logit_gradient_claim(one).verdict, "unclear");
-  // Neither arm: nothing to judge.
-  EXPECT_EQ(logit_gradient_claim(TrainResult{}).verdict, "unclear");
+  EXPECT_EQ(judge_on_runs("C20", one).verdict, "unclear");
+  // No arm of it trained: not tested, and mechanism_claims does not mention it.
+  TrainResult other;
+  add_rows(other, "reverse", "inv_dk", 3, [](int, int64_t) { return 1.0; });
+  for (const Verdict& m : mechanism_claims(other)) EXPECT_NE(m.id, "C20");
 }
 
-TEST(StudyMechanism, EntropyCollapseFollowsTheStepNotTheStart) {
+TEST(StudyMechanism, C21CountsItsChecksApartFromItsEvidence) {
   TrainResult b;
   for (const char* task : {"reverse", "recall"}) {
     // The same start; the control's logits move 4x as far and its entropy falls.
@@ -84,25 +94,52 @@ TEST(StudyMechanism, EntropyCollapseFollowsTheStepNotTheStart) {
         b, task, kControl, 3,
         [](int seed, int64_t step) { return (step == 0 ? 0.9 : 0.3) - 0.01 * seed; }, 4);
   }
-  Verdict v = entropy_collapse_claim(b);
-  EXPECT_EQ(v.id, "C21");
+  Verdict v = judge_on_runs("C21", b);
   EXPECT_EQ(v.verdict, "holds") << v.reason;
-  EXPECT_NE(v.measured.find("control over none_reparam 4x"), std::string::npos) << v.measured;
+  // The checks are printed apart, never in the reason the verdict counts.
+  EXPECT_NE(v.checks.find("(a)"), std::string::npos) << v.checks;
+  EXPECT_NE(v.checks.find("(b)"), std::string::npos) << v.checks;
+  EXPECT_EQ(v.reason.find("(a)"), std::string::npos) << v.reason;
+  EXPECT_NEAR(std::exp(row_of(v, "b", "reverse")->estimate.mean), 4, 1e-9);
 
-  // Different starts: the comparison no longer isolates the step.
+  // Different starts: the arms are not what the claim declared, so no
+  // verdict, however the evidence reads.
   TrainResult apart;
   add_rows(apart, "reverse", kReparam, 3, [](int seed, int64_t) { return 0.9 - 0.01 * seed; });
   add_rows(
       apart, "reverse", kControl, 3,
       [](int seed, int64_t step) { return (step == 0 ? 0.8 : 0.3) - 0.01 * seed; }, 4);
-  v = entropy_collapse_claim(apart);
-  EXPECT_EQ(v.verdict, "partly holds") << v.reason;
-  EXPECT_NE(v.reason.find("the same entropy at step 0: no"), std::string::npos) << v.reason;
+  v = judge_on_runs("C21", apart);
+  EXPECT_EQ(v.verdict, "unclear") << v.reason;
+  EXPECT_NE(v.reason.find("manipulation check failed"), std::string::npos) << v.reason;
+
+  // The same steps, a sharper control by only 0.05: the evidence fails.
+  TrainResult close;
+  add_rows(close, "recall", kReparam, 3, [](int seed, int64_t) { return 0.9 - 0.01 * seed; });
+  add_rows(
+      close, "recall", kControl, 3,
+      [](int seed, int64_t step) { return (step == 0 ? 0.9 : 0.85) - 0.01 * seed; }, 4);
+  EXPECT_EQ(judge_on_runs("C21", close).verdict, "does not hold");
 }
 
-// Four arms of one (task, d_k), a seed each: the main effects and the
-// interaction by hand.
-TEST(StudyFactorial, MainEffectsAndInteractionByHand) {
+// A "solved" criterion compares two arms' shares of solved runs, each over
+// its own runs, with Newcombe's interval.
+TEST(StudyMechanism, ASolvedCriterionComparesShares) {
+  TrainResult b;
+  for (int seed = 0; seed < 10; ++seed) {
+    b.finals.push_back({.run = {"recall", "none", 256, seed}, .reached_99 = false});
+    b.finals.push_back({.run = {"recall", kDefaultMode, 256, seed}, .reached_99 = true});
+  }
+  const std::vector<CriterionResult> rows = evaluate("C22", criterion("C22", "c"), b);
+  ASSERT_EQ(rows.size(), 1u);
+  const Interval expected = proportion_difference(0, 10, 10, 10);
+  EXPECT_DOUBLE_EQ(rows[0].estimate.mean, -1);
+  EXPECT_DOUBLE_EQ(rows[0].estimate.hi, expected.hi);
+  EXPECT_TRUE(rows[0].passed);
+}
+
+// Four arms of one (task, d_k), three seeds: every effect of the 2 x 2 by hand.
+TEST(StudyFactorial, EffectsByHand) {
   TrainResult b;
   // seed -> none, slow, control, reparam
   const std::map<int64_t, std::array<double, 4>> accuracy = {
@@ -111,185 +148,39 @@ TEST(StudyFactorial, MainEffectsAndInteractionByHand) {
   for (const auto& [seed, y] : accuracy)
     for (size_t c = 0; c < 4; ++c)
       b.finals.push_back({.run = {"reverse", arms[c], 256, seed}, .final_accuracy = y[c]});
-  const std::vector<FactorialRow> rows = summarise_factorial(b);
+  std::vector<FactorialRow> rows = summarise_factorial(b);
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [](const FactorialRow& r) {
+                              return r.outcome.find("accuracy") == std::string::npos;
+                            }),
+             rows.end());
   ASSERT_EQ(rows.size(), 1u);
-  std::vector<double> start, rate, interaction;
+  std::vector<double> start, rate, interaction, start_alone, rate_alone;
   for (const auto& [seed, y] : accuracy) {
     start.push_back((y[2] + y[3] - y[0] - y[1]) / 2);
     rate.push_back((y[1] + y[3] - y[0] - y[2]) / 2);
     interaction.push_back((y[3] - y[2]) - (y[1] - y[0]));
+    start_alone.push_back(y[2] - y[0]);
+    rate_alone.push_back(y[1] - y[0]);
   }
-  EXPECT_NEAR(rows[0].start.mean, t_interval(start).mean, 1e-12);
-  EXPECT_NEAR(rows[0].start.half_width, t_interval(start).half_width, 1e-12);
-  EXPECT_NEAR(rows[0].rate.mean, t_interval(rate).mean, 1e-12);
-  EXPECT_NEAR(rows[0].interaction.mean, t_interval(interaction).mean, 1e-12);
-  EXPECT_NEAR(rows[0].start_via_control.mean, (0.4 + 0.4 + 0.3) / 3, 1e-12);
-  EXPECT_NEAR(rows[0].accuracy[3], (1.0 + 1.0 + 0.9) / 3, 1e-12);
-  const Finding f = factorial_finding(rows);
-  EXPECT_NE(f.text.find("the small start gains " + significant(100 * rows[0].start.mean, 2)),
-            std::string::npos)
-      << f.text;
+  const std::map<std::string, std::vector<double>> expected = {{"start", start},
+                                                               {"rate", rate},
+                                                               {"interaction", interaction},
+                                                               {"start alone", start_alone},
+                                                               {"rate alone", rate_alone}};
+  for (const auto& [name, values] : expected) {
+    ASSERT_TRUE(rows[0].effects.count(name)) << name;
+    EXPECT_NEAR(rows[0].effects.at(name).mean, t_interval(values).mean, 1e-12) << name;
+    EXPECT_NEAR(rows[0].effects.at(name).half_width, t_interval(values).half_width, 1e-12) << name;
+  }
+  EXPECT_NEAR(rows[0].cells[3].mean, (1.0 + 1.0 + 0.9) / 3, 1e-12);
+  EXPECT_NE(factorial_table(rows).find("| reverse | 256 | final accuracy (points) |"),
+            std::string::npos);
   // Without the fourth cell there is no factorial.
   b.finals.erase(std::remove_if(b.finals.begin(), b.finals.end(),
                                 [](const FinalRow& r) { return r.run.mode == kSlowQk; }),
                  b.finals.end());
   EXPECT_TRUE(summarise_factorial(b).empty());
-}
-
-// A CSV file of the run as text columns: name -> one string per row.
-using Columns = std::map<std::string, std::vector<std::string>>;
-Columns columns_of(const std::vector<CsvFile>& files, const std::string& name) {
-  for (const CsvFile& f : files)
-    if (f.name == name) {
-      Columns out;
-      for (const CsvRow& row : f.rows)
-        for (size_t i = 0; i < row.size(); ++i) out[f.columns[i]].push_back(row[i].text());
-      return out;
-    }
-  ADD_FAILURE() << "no " << name;
-  return {};
-}
-
-// The numbers the part's findings quote, recomputed from final_metrics.csv
-// and train_layers.csv of a small run with the four unscaled arms and the
-// reference.
-TEST(StudyFindings, TheirNumbersComeFromTheRunsFiles) {
-  set_num_threads(1);
-  TrainOptions o;
-  o.d_ks = {8};
-  o.modes = {"none", kDefaultMode, kControl, kReparam, kSlowQk};
-  o.seeds = 2;
-  o.steps = 12;
-  o.eval_every = 4;
-  o.eval_examples = 8;
-  o.batch = 8;
-  Settings settings;
-  settings.threads = 2;
-  const TrainResult r = run_train(settings, o);
-  const std::vector<SettingSummary> summary = summarise_training(r.finals);
-  const std::vector<Finding> findings = train_findings(r, summary);
-  auto finding = [&](const std::string& figure, const std::string& word) -> const Finding& {
-    for (const Finding& f : findings)
-      if (f.figure == figure && f.text.find(word) != std::string::npos) return f;
-    static const Finding none;
-    ADD_FAILURE() << "no finding with " << figure << " and " << word;
-    return none;
-  };
-  const std::vector<CsvFile> files = train_csvs(r);
-  const Columns finals = columns_of(files, "final_metrics.csv");
-  const Columns layers = columns_of(files, "train_layers.csv");
-
-  // The failure finding: reverse's mean final accuracy per arm.
-  auto mean_accuracy = [&](const std::string& task, const std::string& mode) {
-    double total = 0;
-    int n = 0;
-    for (size_t i = 0; i < finals.at("mode").size(); ++i)
-      if (finals.at("task")[i] == task && finals.at("mode")[i] == mode)
-        total += std::stod(finals.at("accuracy")[i]), ++n;
-    return total / n;
-  };
-  const Finding& fails = finding("final_accuracy.svg", "held-out accuracy at d_k");
-  for (const char* mode : {"none", kDefaultMode})
-    EXPECT_NE(fails.text.find(significant(100 * mean_accuracy("reverse", mode), 3) + "%"),
-              std::string::npos)
-        << mode << ": " << fails.text;
-
-  // C20's finding: the ratio of ||dL/dS|| at step 0, none over 1/sqrt(d_k),
-  // the geometric mean over seeds of the key layer's.
-  for (const char* task : {"reverse", "recall"}) {
-    std::map<std::string, std::map<std::string, double>> at0;  // mode -> seed -> value
-    for (size_t i = 0; i < layers.at("mode").size(); ++i)
-      if (layers.at("task")[i] == task && layers.at("step")[i] == "0" &&
-          layers.at("layer")[i] == key_layer(task))
-        at0[layers.at("mode")[i]][layers.at("seed")[i]] =
-            std::stod(layers.at("grad_norm_logits")[i]);
-    double log_sum = 0;
-    for (const auto& [seed, v] : at0["none"]) log_sum += std::log(v / at0[kDefaultMode][seed]);
-    const std::string ratio = significant(std::exp(log_sum / 2), 2);
-    const Finding& c20 = finding("entropy_and_logit_gradient.svg", "scores S");
-    EXPECT_NE(c20.detail.find(task + std::string(" d_k 8 (") + key_layer(task) +
-                              "), ||dL/dS|| none over 1/sqrt(d_k), geometric mean of the paired "
-                              "ratios: at step 0 " +
-                              ratio + "x"),
-              std::string::npos)
-        << task << " " << ratio << ": " << c20.detail;
-  }
-
-  // C21's finding: the control's and none_reparam's key-layer entropy over
-  // steps 10 to 50 (each seed's mean, then over seeds), and how much further
-  // the control's logits move per step over steps 0 to 50 (the geometric
-  // mean over seeds of each seed's mean log ratio, over the steps both logged).
-  auto key_rows = [&](const std::string& task, const std::string& mode) {
-    std::map<std::string, std::map<int64_t, std::pair<double, double>>> out;  // seed -> step
-    for (size_t i = 0; i < layers.at("mode").size(); ++i)
-      if (layers.at("task")[i] == task && layers.at("mode")[i] == mode &&
-          layers.at("layer")[i] == key_layer(task))
-        out[layers.at("seed")[i]][std::stoll(layers.at("step")[i])] = {
-            std::stod(layers.at("entropy_norm")[i]), std::stod(layers.at("logit_change")[i])};
-    return out;
-  };
-  const Finding& c21 = finding("entropy_and_logit_gradient.svg", "none_reparam");
-  std::vector<std::string> control_entropy, reparam_entropy, further;
-  for (const char* task : {"reverse", "recall"}) {
-    const auto control = key_rows(task, kControl), reparam = key_rows(task, kReparam);
-    auto early_entropy = [](const auto& rows) {
-      double total = 0;
-      for (const auto& [seed, steps] : rows) {
-        double sum = 0;
-        int n = 0;
-        for (const auto& [step, v] : steps)
-          if (step >= 10 && step <= 50) sum += v.first, ++n;
-        total += sum / n;
-      }
-      return total / static_cast<double>(rows.size());
-    };
-    double log_ratio = 0;
-    for (const auto& [seed, steps] : control) {
-      double sum = 0;
-      int n = 0;
-      for (const auto& [step, v] : steps)
-        if (step <= 50 && reparam.at(seed).count(step))
-          sum += std::log(v.second / reparam.at(seed).at(step).second), ++n;
-      log_ratio += sum / n / static_cast<double>(control.size());
-    }
-    control_entropy.push_back(significant(early_entropy(control), 2));
-    reparam_entropy.push_back(significant(early_entropy(reparam), 2));
-    further.push_back(significant(std::exp(log_ratio), 2));
-  }
-  EXPECT_NE(c21.text.find("each step moves the control's logits " + further[0] + " and " +
-                          further[1] + " times as far"),
-            std::string::npos)
-      << c21.text;
-  EXPECT_NE(c21.text.find("its attention's entropy is " + control_entropy[0] + " and " +
-                          control_entropy[1] + " against " + reparam_entropy[0] + " and " +
-                          reparam_entropy[1]),
-            std::string::npos)
-      << c21.text;
-
-  // The factorial's start effect on reverse: per seed from the four arms.
-  std::map<std::string, std::map<std::string, double>> acc;  // seed -> mode -> accuracy
-  for (size_t i = 0; i < finals.at("mode").size(); ++i)
-    if (finals.at("task")[i] == "reverse")
-      acc[finals.at("seed")[i]][finals.at("mode")[i]] = std::stod(finals.at("accuracy")[i]);
-  double start = 0;
-  for (auto& [seed, m] : acc) start += (m[kControl] + m[kReparam] - m["none"] - m[kSlowQk]) / 2 / 2;
-  const Finding& factorial = finding("final_accuracy.svg", "four unscaled arms");
-  EXPECT_NE(factorial.text.find("On `reverse` at d_k 8, averaged over the other difference, the "
-                                "small start gains " +
-                                significant(100 * start, 2) + " points"),
-            std::string::npos)
-      << factorial.text;
-
-  // The identity's finding: the share of clipped steps of none_reparam on reverse.
-  double clipped = 0;
-  int n = 0;
-  for (size_t i = 0; i < finals.at("mode").size(); ++i)
-    if (finals.at("task")[i] == "reverse" && finals.at("mode")[i] == kReparam)
-      clipped += std::stod(finals.at("clipped_fraction")[i]), ++n;
-  const Finding& reparam = finding("accuracy_curves.svg", "abc-symmetry");
-  EXPECT_NE(reparam.text.find("clips " + significant(100 * clipped / n, 3) + "% of its steps"),
-            std::string::npos)
-      << reparam.text;
 }
 
 }  // namespace
