@@ -156,7 +156,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
                          });
                        });
                        return std::vector<Tensor>{gx.view(shape)};
-                     });
+                     },
+                     {t});
 }
 
 Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,

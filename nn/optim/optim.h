@@ -2,7 +2,8 @@
 // global gradient-norm clipping.
 //
 // An optimizer holds handles to its parameters (leaf Variables) and updates their data in place,
-// so every Tensor sharing a parameter's storage sees the new values. step() skips a parameter
+// so every Tensor sharing a parameter's storage sees the new values; each update counts as an
+// in-place write (Storage::version), so a graph that saved the old values refuses its backward. step() skips a parameter
 // whose grad is undefined (no backward reached it), as PyTorch does: its state (momentum buffer,
 // moments, update count) is left as it was too.
 //

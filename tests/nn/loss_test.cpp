@@ -225,6 +225,24 @@ TEST(CrossEntropy, AllTargetsIgnoredGiveZeroLossAndZeroGrad) {
   expect_all_equal(y.grad(), 0, "reference grad");
 }
 
+// The targets are read again by the backward: an edit of them (a batch buffer reused) flipped
+// the gradient's sign at the rows it changed. It is refused.
+TEST(CrossEntropy, TargetsEditedBeforeTheBackwardAreRefused) {
+  Variable x(dense({3, 4}), true);
+  Tensor targets = from_indices({0, 1, 2}, {3});
+  Variable loss = cross_entropy(x, targets);
+  targets.set({1}, 3);
+  try {
+    loss.backward();
+    ADD_FAILURE() << "backward ran on edited targets";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backward of 'cross_entropy': a tensor it keeps"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(x.grad().defined());
+}
+
 TEST(CrossEntropy, RejectsBadTargetsAndShapes) {
   Variable x(dense({4, 3}), true);
   EXPECT_THROW(cross_entropy(x, from_indices({0, 1, 3, 2}, {4})), Error);   // 3 >= V
