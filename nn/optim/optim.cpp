@@ -312,7 +312,8 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
     grads.emplace_back(p, std::move(g));
   }
   const double norm = std::sqrt(sum_sq);
-  if (!std::isfinite(norm) || !(norm > max_norm)) return norm;
+  // As PyTorch: a NaN norm makes every gradient NaN, an infinite one scales them by 0.
+  if (norm <= max_norm) return norm;
 
   const double coef = max_norm / (norm + 1e-6);
   for (auto& [p, g] : grads) {
