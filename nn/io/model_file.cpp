@@ -84,6 +84,7 @@ std::string as_layer_zero(const std::string& name, int64_t layers) {
 // config.heads (examples/toolkit/training/run_flags.h); the two must agree.
 void check_flags(const Metadata& metadata, const ModelConfig& config) {
   for (const ModelField& field : model_fields()) {
+    if (field.from_data) continue;  // no flag sets it (seq2seq's --max-len is its task's)
     std::string flag = std::string("flag.--") + field.name;
     std::replace(flag.begin(), flag.end(), '_', '-');
     const std::string* given = find_value(metadata, flag);
