@@ -12,6 +12,7 @@
 #pragma once
 
 // tensor/: N-d tensors and their ops, no gradients.
+#include "tensor/kernels/blas_info.h"  // what runs the products, for a program's output
 #include "tensor/ops.h"
 #include "tensor/random.h"
 // autograd/: Variable, the differentiable ops, gradient checks.

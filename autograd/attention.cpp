@@ -71,7 +71,8 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
         return std::vector<Tensor>{need_q ? sum_to(d.dq, q_shape) : Tensor(),
                                    need_k ? sum_to(d.dk, k_shape) : Tensor(),
                                    need_v ? sum_to(d.dv, v_shape) : Tensor()};
-      });
+      },
+      {mask});
 }
 
 Variable fused_attention_reference(const Variable& q, const Variable& k, const Variable& v,

@@ -61,6 +61,33 @@ void accumulate_grad(Tensor& grad, Tensor g) {
 LeafGradSink::LeafGradSink(LeafGrads& sink) : previous_(leaf_sink) { leaf_sink = &sink; }
 LeafGradSink::~LeafGradSink() { leaf_sink = previous_; }
 
+namespace {
+
+// Refuses a node whose formula is gone or whose tensors were edited in place
+// since its forward (Node::saved).
+void check_runnable(const VariableImpl& v) {
+  if (!v.grad_fn) return;
+  const Node& node = *v.grad_fn;
+  if (!node.backward)
+    fail("backward: the graph through '", node.name,
+         "' was freed by an earlier backward; pass retain_graph = true to that one");
+  for (size_t i = 0; i < node.saved.size(); ++i) {
+    std::shared_ptr<Storage> s = node.saved[i].storage.lock();
+    if (!s || s->version() == node.saved[i].version) continue;
+    const size_t n = node.inputs.size();
+    const VariableImpl* input = i < n ? node.inputs[i].get() : nullptr;
+    fail("backward of '", node.name, "': ",
+         i < n ? "input " + std::to_string(i) +
+                     (input ? " (shape " + shape_str(input->shape) + ")" : "")
+         : i == n ? "its output (shape " + shape_str(v.shape) + ")"
+                  : std::string("a tensor it keeps (an index, ids, targets or a mask)"),
+         " was modified in place after the forward used it, so its gradient would come "
+         "from the new values; edit a clone(), or run the forward again after the edit");
+  }
+}
+
+}  // namespace
+
 void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
   if (!defined()) fail("backward: undefined variable");
   if (!requires_grad())
@@ -81,6 +108,7 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
 
   std::unordered_map<VariableImpl*, Tensor> pending{{get(), seed}};
   const std::vector<VariableImpl*> order = forward_order(get());
+  for (const VariableImpl* v : order) check_runnable(*v);  // before any .grad changes
   for (auto at = order.rbegin(); at != order.rend(); ++at) {
     VariableImpl* v = *at;
     auto it = pending.find(v);
@@ -91,7 +119,8 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
       Tensor replaced = hook(g);
       if (!replaced.defined()) continue;
       if (replaced.shape() != g.shape() || replaced.dtype() != g.dtype())
-        fail("backward: a hook returned shape ", shape_str(replaced.shape()), " for a gradient of ",
+        fail("backward: a hook returned ", dtype_name(replaced.dtype()), " ",
+             shape_str(replaced.shape()), " for a gradient of ", dtype_name(g.dtype()), " ",
              shape_str(g.shape()));
       g = replaced;
     }
@@ -102,17 +131,6 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     if (v->retain_grad) accumulate_grad(v->grad, g);
 
     Node& node = *v->grad_fn;
-    if (!node.backward)
-      fail("backward: the graph through '", node.name,
-           "' was freed by an earlier backward; pass retain_graph = true to that one");
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const VariableImpl* input = node.inputs[i].get();
-      if (input && input->data.defined() && i < node.input_versions.size() &&
-          input->data.storage()->version() != node.input_versions[i])
-        fail("backward of '", node.name, "': input ", i, " (shape ", shape_str(input->shape),
-             ") was modified in place after the forward used it, so its gradient would come "
-             "from the new values; edit a clone(), or run the forward again after the edit");
-    }
     std::vector<Tensor> grads = node.backward(g);
     if (!retain_graph) node.backward = nullptr;
     if (grads.size() != node.inputs.size())

@@ -13,7 +13,8 @@ Variable index_select(const Variable& x, int64_t axis, const Tensor& index) {
                        Tensor gx = zeros(shape, g.dtype());
                        index_add_(gx, axis, index, g);
                        return std::vector<Tensor>{gx};
-                     });
+                     },
+                     {index});
 }
 
 Variable embedding(const Variable& weight, const Tensor& ids) {
@@ -32,7 +33,8 @@ Variable gather(const Variable& x, int64_t axis, const Tensor& index) {
                        Tensor gx = zeros(shape, g.dtype());
                        scatter_add_(gx, axis, index, g);
                        return std::vector<Tensor>{gx};
-                     });
+                     },
+                     {index});
 }
 
 }  // namespace gradflow

@@ -50,12 +50,13 @@ MaxVariable max(const Variable& x, int64_t axis, bool keepdim) {
   const Shape shape = x.shape();
   const int ax = normalize_axis(axis, x.ndim(), "max");
   Tensor kept_indices = keepdim ? r.indices : r.indices.unsqueeze(ax);
-  Variable values =
-      make_result(r.values, "max", {x}, [shape, ax, kept_indices, keepdim](const Tensor& g) {
-        Tensor gx = zeros(shape, g.dtype());
-        scatter_add_(gx, ax, kept_indices, keepdim ? g : g.unsqueeze(ax));
-        return std::vector<Tensor>{gx};
-      });
+  Variable values = make_result(r.values, "max", {x},
+                                [shape, ax, kept_indices, keepdim](const Tensor& g) {
+                                  Tensor gx = zeros(shape, g.dtype());
+                                  scatter_add_(gx, ax, kept_indices, keepdim ? g : g.unsqueeze(ax));
+                                  return std::vector<Tensor>{gx};
+                                },
+                                {kept_indices});
   return {values, r.indices};
 }
 

@@ -52,8 +52,16 @@ void Variable::undefined_variable() {
   fail("an undefined Variable (made by Variable()) was used; give it a tensor first");
 }
 
+void Variable::set_grad(Tensor grad) {
+  const Tensor& d = get()->data;
+  if (grad.defined() && (grad.shape() != d.shape() || grad.dtype() != d.dtype()))
+    fail("set_grad: a gradient of ", dtype_name(grad.dtype()), " ", shape_str(grad.shape()),
+         " for a Variable of ", dtype_name(d.dtype()), " ", shape_str(d.shape()));
+  get()->grad = std::move(grad);
+}
+
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
-                     BackwardFn backward) {
+                     BackwardFn backward, const std::vector<Tensor>& saved) {
   Variable out(std::move(data));
   if (!grad_mode) return out;
   bool any = false;
@@ -67,10 +75,14 @@ Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs
   if (!any) return out;
   out.impl()->requires_grad = true;
   auto node = std::make_shared<Node>(name, std::move(in), std::move(backward));
-  node->input_versions.reserve(node->inputs.size());
-  for (const auto& input : node->inputs)
-    node->input_versions.push_back(input && input->data.defined() ? input->data.storage()->version()
-                                                                  : 0);
+  node->saved.reserve(inputs.size() + 1 + saved.size());
+  auto keep = [&](const Tensor& t) {
+    node->saved.push_back(t.defined() ? SavedVersion{t.storage(), t.storage()->version()}
+                                      : SavedVersion{});
+  };
+  for (const Variable& v : inputs) keep(v.defined() ? v.data() : Tensor());
+  keep(out.data());
+  for (const Tensor& t : saved) keep(t);
   out.impl()->grad_fn = std::move(node);
   if (GraphCapture* capture = current_graph_capture())
     capture->note_node(out.impl()->grad_fn.get());

@@ -30,14 +30,24 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>
 // replaces it, returning Tensor() keeps it.
 using GradHook = std::function<Tensor(const Tensor& grad)>;
 
+// A tensor a backward may read, by its storage and the storage's version()
+// when the op ran. Weak: a storage no one keeps cannot have been saved, and
+// the check must not keep a released activation alive.
+struct SavedVersion {
+  std::weak_ptr<Storage> storage;
+  uint64_t version = 0;
+};
+
 struct Node {
   std::string name;  // the op, as errors and anomaly mode report it
   std::vector<std::shared_ptr<VariableImpl>> inputs;
   BackwardFn backward;  // released after use unless the graph is retained
-  // Each input's data's Storage::version() when the op ran: backward refuses
-  // to run this node if one has changed since (an in-place edit of a value
-  // the formula may have saved would give a wrong gradient, silently).
-  std::vector<uint64_t> input_versions;
+  // Every tensor of the op: its inputs in order (those that need no gradient
+  // too), then its output, then what make_result was told the formula keeps
+  // besides (ids, targets, an index, a mask). Backward refuses to run this
+  // node if one has been written in place since (an in-place edit of a value
+  // the formula may read would give a wrong gradient, silently).
+  std::vector<SavedVersion> saved;
   Node(std::string n, std::vector<std::shared_ptr<VariableImpl>> in, BackwardFn fn)
       : name(std::move(n)), inputs(std::move(in)), backward(std::move(fn)) {}
   ~Node();  // iterative, so a long chain of nodes cannot overflow the stack
@@ -75,7 +85,9 @@ class Variable {
 
   // The accumulated gradient; undefined until a backward reaches it.
   const Tensor& grad() const { return get()->grad; }
-  void set_grad(Tensor grad) { get()->grad = std::move(grad); }
+  // REQUIRES: grad undefined, or of this Variable's shape and dtype (throws
+  // Error otherwise, here rather than in a later step's add_).
+  void set_grad(Tensor grad);
   void zero_grad() { get()->grad = Tensor(); }
 
   bool requires_grad() const { return get()->requires_grad; }
@@ -121,9 +133,11 @@ class Variable {
 
 // Records an op's result. When gradient mode is on and some input requires
 // grad, the result gets a Node named `name` that holds `backward`; otherwise
-// it is a plain Variable and `backward` is dropped.
+// it is a plain Variable and `backward` is dropped. `saved` lists the tensors
+// other than inputs and output that `backward` keeps and reads (an index, ids,
+// targets, a mask), so that an in-place edit of one is refused as well.
 Variable make_result(Tensor data, const char* name, std::vector<Variable> inputs,
-                     BackwardFn backward);
+                     BackwardFn backward, const std::vector<Tensor>& saved = {});
 
 // Every Variable reachable from root through the graph's nodes, each after
 // the inputs it was made from (engine.cpp). backward walks it in reverse.

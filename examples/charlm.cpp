@@ -138,8 +138,7 @@ int run(int argc, char** argv) {
       });
   program.args.add_flag("--sample-each-eval", &sample_each_eval,
                         "also print a sample at each evaluation");
-  std::string maps_dir;
-  add_attention_maps_flag(program.args, &maps_dir);
+  add_attention_maps_flag(program.args, &flags.attention_maps);
   // A run flag: what val_loss is measured on.
   program.run_flags.add("--eval-batches", &eval_batches, "batches of held-out text per evaluation")
       .min(1)
@@ -233,11 +232,11 @@ int run(int argc, char** argv) {
       std::printf("sample (temperature %s, top-k %lld):\n%s\n",
                   cli::number_text(temperature).c_str(), static_cast<long long>(top_k),
                   sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
-    if (!maps_dir.empty()) {  // the first held-out window the evaluation scores
+    if (!flags.attention_maps.empty()) {  // the first held-out window the evaluation scores
       Generator gen = split_generator(nn::Split::Val);
       const Tensor window = data.batch(nn::Split::Val, flags.batch, context, gen).first;
       write_attention_maps(model, map_example(model, data, window.narrow(0, 0, 1).contiguous()),
-                           maps_dir, std::cout);
+                           flags.attention_maps, std::cout);
     }
   };
   return program.train(model, hooks, report);

@@ -115,8 +115,7 @@ int run(int argc, char** argv) {
   // A run flag: what val_loss and the accuracy are measured on.
   program.run_flags.add("--eval-examples", &eval_examples, "held-out examples").min(1).max(1 << 20);
   program.args.add("--show", &show, "classified examples printed at the end").min(0);
-  std::string maps_dir;
-  add_attention_maps_flag(program.args, &maps_dir);
+  add_attention_maps_flag(program.args, &flags.attention_maps);
   program.parse(argc, argv);
   if (task.min_len > task.max_len)
     throw cli::UsageError("--min-len " + std::to_string(task.min_len) + " exceeds --max-len " +
@@ -167,7 +166,8 @@ int run(int argc, char** argv) {
       std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
                   p.at({i, 1}), yes == want ? "" : "   WRONG");
     }
-    if (!maps_dir.empty()) write_attention_maps(model, map_example(model, b), maps_dir, std::cout);
+    if (!flags.attention_maps.empty())
+      write_attention_maps(model, map_example(model, b), flags.attention_maps, std::cout);
   };
   return program.train(model, hooks, report);
 }

@@ -27,20 +27,8 @@ double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& 
   return static_cast<double>(right) / static_cast<double>(total);
 }
 
-int main(int argc, char** argv) {
-  // No flags, so nothing is hidden: --help says what it does, anything else is refused.
-  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::printf(
-        "usage: minimal_train [--help]\n\nTrain a small encoder-decoder to reverse digit "
-        "sequences: the whole training loop in one screen. It takes no flags.\n");
-    return 0;
-  }
-  if (argc > 1) {
-    std::fprintf(stderr,
-                 "minimal_train: error: unknown argument '%s' (it takes none; see --help)\n",
-                 argv[1]);
-    return 2;
-  }
+// The loop itself: the data, the model, 600 steps, then greedy decoding of held-out sequences.
+int train() {
   // The data: "3 1 4 -> 4 1 3", sequences of 1 to 6 digits.
   const nn::ToyTaskConfig task{.task = "reverse", .n_symbols = 10, .min_len = 1, .max_len = 6};
   Generator gen(0);
@@ -76,4 +64,26 @@ int main(int argc, char** argv) {
                 nn::tokens_to_string(task, nn::row_content(out, 0)).c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // No flags, so nothing is hidden: --help says what it does, anything else is refused.
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf(
+        "usage: minimal_train [--help]\n\nTrain a small encoder-decoder to reverse digit "
+        "sequences: the whole training loop in one screen. It takes no flags.\n");
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr,
+                 "minimal_train: error: unknown argument '%s' (it takes none; see --help)\n",
+                 argv[1]);
+    return 2;
+  }
+  try {
+    return train();
+  } catch (const std::exception& e) {  // a bad GRADFLOW_GEMM, say: one line, as every program
+    std::fprintf(stderr, "minimal_train: error: %s\n", e.what());
+    return 2;
+  }
 }

@@ -151,8 +151,7 @@ int run(int argc, char** argv) {
   program.args
       .add("--show", &show, "held-out sequences printed with the model's answers at the end")
       .min(0);
-  std::string maps_dir;
-  add_attention_maps_flag(program.args, &maps_dir);
+  add_attention_maps_flag(program.args, &flags.attention_maps);
   program.parse(argc, argv);
   if (pairs > keys)
     throw cli::UsageError("--pairs " + std::to_string(pairs) + " exceeds --keys " +
@@ -211,8 +210,9 @@ int run(int argc, char** argv) {
       std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
       print_answers(model, task, eval_set.front(), show);
     }
-    if (!maps_dir.empty())
-      write_attention_maps(model, map_example(model, task, eval_set.front()), maps_dir, std::cout);
+    if (!flags.attention_maps.empty())
+      write_attention_maps(model, map_example(model, task, eval_set.front()), flags.attention_maps,
+                           std::cout);
   };
   return program.train(model, hooks, report);
 }

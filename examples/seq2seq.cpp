@@ -147,8 +147,7 @@ int run(int argc, char** argv) {
       .min(1)
       .max(1 << 20);
   program.args.add("--show", &show, "greedy decodes printed at the end").min(0);
-  std::string maps_dir;
-  add_attention_maps_flag(program.args, &maps_dir);
+  add_attention_maps_flag(program.args, &flags.attention_maps);
   program.args.set_default_text("--steps", default_steps_text());
   program.parse(argc, argv, [&] {
     // A flag the task has no use for is a mistake, not something to ignore.
@@ -211,8 +210,9 @@ int run(int argc, char** argv) {
       std::cout << "greedy decodes:\n";
       print_decodes(model, task, eval_set.front(), show);
     }
-    if (!maps_dir.empty())
-      write_attention_maps(model, map_example(model, task, eval_set.front()), maps_dir, std::cout);
+    if (!flags.attention_maps.empty())
+      write_attention_maps(model, map_example(model, task, eval_set.front()), flags.attention_maps,
+                           std::cout);
   };
   return program.train(model, hooks, report);
 }

@@ -9,6 +9,7 @@
 #include "autograd/variable.h"
 #include "tensor/creation.h"
 #include "tensor/index.h"
+#include "tensor/reduce.h"
 
 namespace gradflow::nn {
 
@@ -75,6 +76,37 @@ Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOpti
                     : model.forward(window()).data();
   }
   return ids;
+}
+
+Tensor generate(const EncoderDecoder& model, const Tensor& src, const Tensor& src_pad, int64_t bos,
+                int64_t eos, const GenerateOptions& options, Generator& gen) {
+  if (options.new_tokens > model.config().max_len)
+    fail("decoding ", options.new_tokens, " tokens: the model's positions end at its max_len ",
+         model.config().max_len, "; decode at most that many");
+  NoGradGuard no_grad;
+  const int64_t b = src.shape()[0];
+  Variable memory = model.encode(src, src_pad);
+  Tensor out = full({b, 1}, static_cast<double>(bos), DType::Int64);
+  std::vector<LayerCache> caches;
+  std::vector<bool> done(b, false);
+  for (int64_t step = 0; step < options.new_tokens; ++step) {
+    Variable logits = options.use_cache
+                          ? model.decode(out.narrow(1, step, 1), memory, src_pad, &caches, step)
+                          : model.decode(out, memory, src_pad);
+    Tensor last = logits.data().select(1, logits.shape()[1] - 1);
+    // Greedy: the first maximum, as sample_tokens would pick, without its sort.
+    Tensor next = options.temperature == 0
+                      ? max(last, -1, true).indices
+                      : sample_tokens(last, options.temperature, options.top_k, gen);
+    out = cat({out, next}, 1);
+    bool all_done = true;
+    for (int64_t i = 0; i < b; ++i) {
+      done[i] = done[i] || next.at({i, 0}) == static_cast<double>(eos);
+      all_done = all_done && done[i];
+    }
+    if (all_done) break;
+  }
+  return out.narrow(1, 1, out.shape()[1] - 1).contiguous();
 }
 
 }  // namespace gradflow::nn

@@ -1,7 +1,7 @@
-// Text generation for the decoder-only model: greedy, or sampling with a
-// temperature and top-k. With the KV cache each new token costs one position;
-// without it the whole sequence is re-run each step. Both give the same
-// tokens (tested), so the cache is purely a speed-up.
+// Text generation for the decoder-only model and the encoder-decoder:
+// greedy, or sampling with a temperature and top-k. With the KV cache each new token costs one
+// position; without it the whole sequence is re-run each step. Both give the same tokens (tested),
+// so the cache is purely a speed-up.
 #pragma once
 
 #include <vector>
@@ -25,6 +25,14 @@ struct GenerateOptions {
 // sampling.
 Tensor generate(const DecoderLM& model, const Tensor& prompt, const GenerateOptions& options,
                 Generator& gen);
+
+// The encoder-decoder's: decodes each row of src (B, S) from bos until every
+// row has made eos or options.new_tokens tokens, (B, <= new_tokens), each
+// token picked as sample_tokens picks it (temperature 0: greedy_decode's
+// tokens). REQUIRES: new_tokens <= the model's max_len, where the decoder's
+// positions end (throws Error otherwise).
+Tensor generate(const EncoderDecoder& model, const Tensor& src, const Tensor& src_pad, int64_t bos,
+                int64_t eos, const GenerateOptions& options, Generator& gen);
 
 // Picks one token per row from logits (B, V): argmax when temperature is 0,
 // else a draw from softmax(logits / temperature) restricted to the top_k.

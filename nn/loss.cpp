@@ -114,7 +114,9 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
   });
   const double count =
       static_cast<double>(divide_by > 0 ? divide_by : std::max<int64_t>(counted, 1));
-  Tensor loss = full({}, total / count, logits.dtype());
+  // No term to average: NaN, as PyTorch (the gradient stays 0, every row ignored).
+  const bool empty = divide_by == 0 && counted == 0;
+  Tensor loss = full({}, empty ? std::nan("") : total / count, logits.dtype());
   const Shape shape = logits.shape();
   return make_result(loss, "cross_entropy", {logits},
                      [x, t, lse, ignore_index, smoothing, count, shape](const Tensor& g) {
@@ -156,7 +158,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t ig
                          });
                        });
                        return std::vector<Tensor>{gx.view(shape)};
-                     });
+                     },
+                     {t});
 }
 
 Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
@@ -176,7 +179,8 @@ Variable cross_entropy_reference(const Variable& logits, const Tensor& targets,
   Variable per = smoothing > 0 ? nll * (1 - smoothing) + uniform * smoothing : nll;
   const double count =
       static_cast<double>(divide_by > 0 ? divide_by : std::max<int64_t>(counted, 1));
-  return sum(per * Variable(keep)) / count;
+  Variable loss = sum(per * Variable(keep)) / count;
+  return divide_by == 0 && counted == 0 ? loss + std::nan("") : loss;  // as cross_entropy
 }
 
 Variable mse_loss(const Variable& prediction, const Variable& target) {

@@ -8,7 +8,8 @@ namespace gradflow::nn {
 // Mean over the counted positions of
 //   (1 - eps) * -log p[target] + eps * mean_j(-log p[j]),  p = softmax(logits)
 // with eps the label smoothing. Positions whose target equals ignore_index
-// (padding) count for nothing; if every position is ignored the loss is 0.
+// (padding) count for nothing; if every position is ignored (and divide_by is
+// 0) the loss is NaN and the gradient 0, as PyTorch's mean of no terms.
 // One pass computes log-sum-exp per row and the loss, and the backward is
 // (softmax - smoothed one-hot) / count, so huge logits (+-1e8) stay exact.
 // With divide_by > 0 the summed loss is divided by it instead of by the

@@ -2,6 +2,7 @@
 
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/generate.h"
 #include "nn/norm_kinds.h"
 #include "nn/positional_schemes.h"
 #include "tensor/creation.h"
@@ -63,35 +64,11 @@ Variable EncoderDecoder::forward(const Tensor& src, const Tensor& tgt_in,
   return decode(tgt_in, encode(src, src_pad), src_pad);
 }
 
-namespace {
-// argmax over the vocabulary of the last position: (B, T, V) -> (B, 1) ids.
-Tensor last_argmax(const Variable& logits) {
-  Tensor last = logits.data().select(1, logits.shape()[1] - 1);
-  return max(last, -1, true).indices;
-}
-}  // namespace
-
 Tensor EncoderDecoder::greedy_decode(const Tensor& src, const Tensor& src_pad, int64_t bos,
                                      int64_t eos, int64_t max_len, bool use_cache) const {
-  NoGradGuard no_grad;
-  const int64_t b = src.shape()[0];
-  Variable memory = encode(src, src_pad);
-  Tensor out = full({b, 1}, static_cast<double>(bos), DType::Int64);
-  std::vector<LayerCache> caches;
-  std::vector<bool> done(b, false);
-  for (int64_t step = 0; step < max_len; ++step) {
-    Variable logits = use_cache ? decode(out.narrow(1, step, 1), memory, src_pad, &caches, step)
-                                : decode(out, memory, src_pad);
-    Tensor next = last_argmax(logits);
-    out = cat({out, next}, 1);
-    bool all_done = true;
-    for (int64_t i = 0; i < b; ++i) {
-      done[i] = done[i] || next.at({i, 0}) == static_cast<double>(eos);
-      all_done = all_done && done[i];
-    }
-    if (all_done) break;
-  }
-  return out.narrow(1, 1, out.shape()[1] - 1).contiguous();
+  Generator unused(0);  // greedy draws nothing
+  return generate(*this, src, src_pad, bos, eos,
+                  {.new_tokens = max_len, .temperature = 0, .use_cache = use_cache}, unused);
 }
 
 DecoderLM::DecoderLM(const ModelConfig& c, Init init) : config_(c) {

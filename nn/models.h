@@ -40,7 +40,8 @@ class EncoderDecoder : public Module {
   // the new positions are passed.
   Variable decode(const Tensor& tgt, const Variable& memory, const Tensor& src_pad,
                   std::vector<LayerCache>* caches = nullptr, int64_t start = 0) const;
-  // Greedy decoding from BOS until EOS or max_len tokens: (B, <= max_len).
+  // Greedy decoding from BOS until EOS or max_len tokens: (B, <= max_len);
+  // nn::generate samples (generate.h). REQUIRES: max_len <= config().max_len.
   Tensor greedy_decode(const Tensor& src, const Tensor& src_pad, int64_t bos, int64_t eos,
                        int64_t max_len, bool use_cache = true) const;
   std::string describe() const override { return "EncoderDecoder"; }

@@ -43,15 +43,20 @@ int64_t cut(int64_t c, int64_t parts, int64_t n) {
 // of C, or by columns when C has too few rows (a weight's gradient, (N, K)
 // from a long sum over the batch). The cut depends on the sizes and the thread count only,
 // so a fixed count gives the same bits every time; different counts round
-// differently only where OpenBLAS's kernels depend on where a piece starts.
+// differently only where OpenBLAS's kernels depend on where a piece starts
+// (our own kernels' bits do not depend on the cut).
 template <class T>
 void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t m,
                    int64_t n, int64_t k, const T* bias = nullptr) {
-  if (gemm_splits_itself(m, n, k)) {
-    gemm(a, la, b, lb, c, n, m, n, k, /*small=*/false, bias);
+  // Every piece runs the kernel the whole product picks (gemm.h), so the
+  // bits do not depend on the thread count; our packed GEMM splits itself
+  // over the pool, so it takes the product whole rather than in pieces that
+  // would each pack all of B.
+  const GemmKernel kernel = gemm_kernel<T>(m, n, k, la, lb);
+  if (kernel == GemmKernel::kPacked) {
+    gemm(a, la, b, lb, c, n, m, n, k, kernel, bias);
     return;
   }
-  const bool small = is_small_gemm(m, n, k);
   const int64_t threads = num_threads(), macs = m * n * k;
   int64_t parts = std::clamp<int64_t>(macs / kSplitMacs, 1, threads);
   if (parts > 1) parts = std::clamp<int64_t>(macs / kPieceMacs, parts, threads * kPiecesPerThread);
@@ -61,12 +66,12 @@ void parallel_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c,
     for (int64_t p = first; p < last; ++p) {
       if (by_rows) {
         const int64_t begin = cut(p, cuts, m), end = cut(p + 1, cuts, m);
-        gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, small, bias);
+        gemm(gemm_row(a, la, begin), la, b, lb, c + begin * n, n, end - begin, n, k, kernel, bias);
       } else {
         const int64_t begin = cut(p, cuts, n), end = cut(p + 1, cuts, n);
         // Columns [begin, end) of op(B): of B's rows, or of B^T's.
         const T* b_cols = lb.transposed ? b + begin * lb.ld : b + begin;
-        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, small,
+        gemm(a, la, b_cols, lb, c + begin, n, m, end - begin, k, kernel,
              bias ? bias + begin : nullptr);
       }
     }
@@ -140,12 +145,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       return;
     }
     // Many matrices (attention's batch x heads): whole matrices per thread.
-    const bool small = is_small_gemm(m, n, k);
+    const GemmKernel kernel = gemm_kernel<T>(m, n, k, la, lb);
     const int64_t grain = std::max<int64_t>(1, kSplitMacs / std::max<int64_t>(1, m * n * k));
     parallel_for(n_items, grain, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
         const Offsets<3>& o = items[static_cast<size_t>(i)];
-        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k, small);
+        gemm(pa + o[0], la, pb + o[1], lb, pc + o[2], n, m, n, k, kernel);
       }
     });
   });

@@ -31,7 +31,8 @@ class Storage {
   // How many times Tensor's in-place ops (fill_, copy_, set, add_, ...) have
   // written to this block: autograd compares it with the count it saw at the
   // forward, to refuse a backward through values edited since. Writes through
-  // data<T>() (kernels filling a fresh output) are not counted.
+  // data<T>() (kernels filling a fresh output) are not counted: code that
+  // writes an existing tensor that way calls bump_version() (an optimizer's step).
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 

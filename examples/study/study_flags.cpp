@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/model_flags.h"
 
 namespace gradflow::study {
 
@@ -204,10 +205,26 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
   const bool trains = runs(chosen, "train");
   if (!f.modes.empty() && (trains || runs(chosen, "lr"))) {
     settings.modes = split_list(f.modes, "--modes");
-    for (const std::string& m : settings.modes)
+    for (const std::string& m : settings.modes) {
+      // A mode with a value is read as --scale reads it: one parser and its checks (const:1e-45
+      // is subnormal in float32, const:nan is no number).
+      if (m.find(':') != std::string::npos) try {
+          training::parse_scale(m);
+        } catch (const cli::UsageError& e) {
+          throw cli::UsageError("--modes: '" + m + "': " + e.what());
+        }
       if (!find_arm(m))
         throw cli::UsageError("--modes: unknown arm '" + m + "' (expected one of " + arm_names() +
                               ")");
+    }
+    // The train part's figures draw the arms of the table (study_modes): the library's modes
+    // alone would train every run, then leave nothing to draw, and the study would be lost.
+    const std::vector<std::string> drawn = study_modes();
+    if (trains && std::none_of(settings.modes.begin(), settings.modes.end(), [&](const auto& m) {
+          return std::find(drawn.begin(), drawn.end(), m) != drawn.end();
+        }))
+      throw cli::UsageError("--modes " + f.modes + ": the train part's figures draw the study's " +
+                            "own arms; name one of " + comma_list(drawn) + " beside it");
   }
   StudyRun study(settings);
   if (!trains) return study;

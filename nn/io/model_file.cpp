@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "nn/ffn_kinds.h"
 #include "nn/norm_kinds.h"
 #include "nn/positional_schemes.h"
+#include "tensor/elementwise.h"
 
 namespace gradflow::nn {
 
@@ -76,6 +78,21 @@ std::string as_layer_zero(const std::string& name, int64_t layers) {
   auto [ptr, ec] = std::from_chars(name.data() + begin, name.data() + dot, i);
   if (ec != std::errc{} || ptr != name.data() + dot || i >= layers || i < 0) return name;
   return name.substr(0, begin) + "0" + name.substr(dot);
+}
+
+// A training program's file keeps each model flag as "flag.--heads" beside
+// config.heads (examples/toolkit/training/run_flags.h); the two must agree.
+void check_flags(const Metadata& metadata, const ModelConfig& config) {
+  for (const ModelField& field : model_fields()) {
+    if (field.from_data) continue;  // no flag sets it (seq2seq's --max-len is its task's)
+    std::string flag = std::string("flag.--") + field.name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string* given = find_value(metadata, flag);
+    if (given && *given != model_field_text(field, config))
+      fail(kBadConfig, "config.", field.name, " ", model_field_text(field, config),
+           " differs from ", flag, " ", *given,
+           " (an edited file?); refusing to guess which model it is");
+  }
 }
 
 }  // namespace
@@ -283,16 +300,22 @@ void save_model(const std::string& path, const EncoderDecoder& model, const Meta
   save_model(path, model, {.kind = ModelKind::kEncoderDecoder, .config = model.config()}, extra);
 }
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path, Init init) {
   LoadedModel out;
   try {
+    // Not opened unless a file: a FIFO with no writer would block the open.
+    std::error_code ec;
+    const auto type = std::filesystem::status(path, ec).type();
+    if (!ec && type != std::filesystem::file_type::regular)
+      fail("not a regular file (a folder, a FIFO or a device)");
     const SafetensorsHeader header = load_safetensors_header(path);
     const std::string* format = find_value(header.metadata, "format");
     const bool checkpoint = format && format->rfind("gradflow-checkpoint", 0) == 0;
     out.spec = model_spec(header);
     check_model_file(out.spec, header, checkpoint ? "model." : "");
     out.metadata = header.metadata;
-    out.module = build(out.spec);
+    check_flags(header.metadata, out.spec.config);
+    out.module = build(out.spec, init);
     NamedTensors weights =
         load_safetensors(path, kMaxSafetensorsFileBytes, HalfPrecision::kToFloat32).tensors;
     if (checkpoint) {
@@ -301,6 +324,9 @@ LoadedModel load_model(const std::string& path) {
         if (name.rfind("model.", 0) == 0) model_part.emplace_back(name.substr(6), t);
       weights = std::move(model_part);
     }
+    for (const auto& [name, t] : weights)
+      if (t.dtype() != DType::Int64 && !all_finite(t))
+        fail("tensor '", name, "' holds a NaN or an infinity");
     out.module->load_state_dict(weights);
   } catch (const std::exception& e) {
     fail("load_model ", path, ": ", e.what());

@@ -88,9 +88,13 @@ void save_model(const std::string& path, const EncoderDecoder& model, const Meta
 
 // Reads the spec of a save_model or save_weights file or a training
 // checkpoint, checks it with check_model_file, then builds the model and
-// loads its weights. Throws one line naming the file and the problem. The
-// model is built with Init{}: its initial draws (then overwritten) come from
-// default_generator(), and so do its dropout masks.
-LoadedModel load_model(const std::string& path);
+// loads its weights. Throws one line naming the file and the problem: also a
+// NaN or infinite weight, and a config.* entry that differs from the file's
+// flag.* entry (a training program's file, edited: it would build another
+// model, config.heads 2 for 4 loading as d_k 4 for 2). The model is built
+// with `init`: its dropout masks draw from init's generator (a resumed run
+// that passes the generator its checkpoint saved repeats bitwise; Init{}
+// draws from default_generator()).
+LoadedModel load_model(const std::string& path, Init init = {});
 
 }  // namespace gradflow::nn

@@ -107,7 +107,10 @@ void Optimizer::step() {
   for (size_t i = 0; i < params_.size(); ++i) {
     // In double, as a second optimizer at lr * factor would be given it (lr * 1 is lr).
     const double lr = lr_ * lr_factors_[group_of_[i]];
-    if (grads[i].defined()) update(i, params_[i].data(), grads[i], ++param_steps_[i], lr);
+    if (!grads[i].defined()) continue;
+    // A new version: a graph that saved the old values refuses its backward.
+    params_[i].data().storage()->bump_version();
+    update(i, params_[i].data(), grads[i], ++param_steps_[i], lr);
   }
   ++step_count_;
 }
@@ -309,7 +312,8 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
     grads.emplace_back(p, std::move(g));
   }
   const double norm = std::sqrt(sum_sq);
-  if (!std::isfinite(norm) || !(norm > max_norm)) return norm;
+  // As PyTorch: a NaN norm makes every gradient NaN, an infinite one scales them by 0.
+  if (norm <= max_norm) return norm;
 
   const double coef = max_norm / (norm + 1e-6);
   for (auto& [p, g] : grads) {
@@ -320,7 +324,8 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
       T* gd = grad.data<T>();
       for (int64_t k = 0, n = grad.numel(); k < n; ++k) gd[k] = gd[k] * c;
     });
-    p.set_grad(g);  // a no-op unless g is the contiguous copy
+    grad.storage()->bump_version();  // written in place, as Tensor's in-place ops count
+    p.set_grad(g);                   // a no-op unless g is the contiguous copy
   }
   return norm;
 }

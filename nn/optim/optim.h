@@ -2,9 +2,10 @@
 // global gradient-norm clipping.
 //
 // An optimizer holds handles to its parameters (leaf Variables) and updates their data in place,
-// so every Tensor sharing a parameter's storage sees the new values. step() skips a parameter
-// whose grad is undefined (no backward reached it), as PyTorch does: its state (momentum buffer,
-// moments, update count) is left as it was too.
+// so every Tensor sharing a parameter's storage sees the new values; each update counts as an
+// in-place write (Storage::version), so a graph that saved the old values refuses its backward.
+// step() skips a parameter whose grad is undefined (no backward reached it), as PyTorch does: its
+// state (momentum buffer, moments, update count) is left as it was too.
 //
 // Each parameter's update is one fused loop over its contiguous data, computed in the parameter's
 // own dtype (float32 or float64) with the hyperparameters rounded to that dtype, as PyTorch's
@@ -195,8 +196,9 @@ class AdamW : public Adam {
 // Scales the gradients of `params` together so that their global L2 norm is at most max_norm, as
 // torch.nn.utils.clip_grad_norm_. Returns the norm before clipping, sqrt(sum of every grad
 // element squared), accumulated in double. When norm > max_norm every grad is multiplied by
-// max_norm / (norm + 1e-6); otherwise the grads are left bitwise unchanged. A NaN or Inf norm is
-// returned as is with the grads untouched, so the caller can skip the step. Parameters without a
+// max_norm / (norm + 1e-6); otherwise the grads are left bitwise unchanged. As in PyTorch, a NaN
+// norm makes every grad NaN and an infinite one multiplies them by 0; the norm is returned, so the
+// caller can skip the step (nn::training_step does, and drops the grads). Parameters without a
 // grad are skipped; a Variable listed twice counts once. REQUIRES: max_norm finite and >= 0, and
 // no two parameters' grads sharing storage (the engine never makes them share).
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm);

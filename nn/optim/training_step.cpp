@@ -20,8 +20,8 @@ StepReport training_step(Optimizer& optimizer, const LrSchedule& schedule, doubl
     optimizer.zero_grad();
     return r;
   }
-  // With no clipping, a bound no finite norm exceeds: only the norm. A non-finite norm leaves the
-  // gradients untouched.
+  // With no clipping, a bound no finite norm exceeds: only the norm. A NaN norm makes every
+  // gradient NaN (clip_grad_norm, as PyTorch's).
   r.grad_norm = clip_grad_norm(
       optimizer.params(), options.clip > 0 ? options.clip : std::numeric_limits<double>::max());
   r.non_finite = !std::isfinite(r.grad_norm);

@@ -31,9 +31,10 @@ enum class NonFinitePolicy {
   kSkip,
   // As kSkip, and StepReport::stop asks the caller to end the run: the programs' --stop-on-nan.
   kSkipAndStop,
-  // A non-finite loss updates nothing and ends the run (StepReport::stop); a non-finite gradient
-  // norm behind a finite loss is applied as it is, so the parameters turn non-finite and the next
-  // loss ends the run. The scaling study's: a run that diverges is a result to record.
+  // A non-finite loss updates nothing and ends the run (StepReport::stop); the gradients behind a
+  // finite loss with a non-finite norm are applied as clip_grad_norm leaves them (all NaN for a
+  // NaN norm, as PyTorch), so the parameters turn non-finite and the next loss ends the run. The
+  // scaling study's: a run that diverges is a result to record.
   kDiverge,
 };
 

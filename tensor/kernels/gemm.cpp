@@ -169,33 +169,28 @@ bool own_path() {
 // (the tiles need its 32 registers), A B^T with both operands along k, k of
 // 4 vectors or more (the lanes' sums cost as much as a shorter k's
 // products), goes to dot_gemm.h, the rest to the tiles, which read A in
-// place and B too when its rows are whole tiles wide: one vector wide for N
-// up to 16, else two, and 12, 10 or 8 rows high, whichever leaves the fewest
-// rows idle. Every element then sums k in an order its product's shape
-// fixes, wherever matmul cuts the product.
+// place and B too when its rows are whole tiles wide.
 bool own_small(int64_t m, int64_t n, int64_t k) {
   return cpu_has_avx512() && m * n * k < (int64_t{1} << 20);
 }
 
-}  // namespace
-
-bool gemm_splits_itself(int64_t m, int64_t n, int64_t k) {
-  return !is_small_gemm(m, n, k) && !tiles_beat_blas(m, n, k) && own_path() && !own_small(m, n, k);
-}
-
-namespace {
-
+// The register tiles, their shape picked by this product's (or piece's) own
+// (every shape gives the same bits): 4 x 16 lanes for a small one
+// (attention's 16-wide heads fill them), 12 x 2 vectors where they beat
+// OpenBLAS (24 accumulators of AVX-512's 32 registers), else one vector wide
+// for N up to 16, else two, and 12, 10 or 8 rows high, whichever leaves the
+// fewest rows idle. Compiled for each CPU (cpu_dispatch.h): zmm registers
+// under AVX-512, ymm under AVX2.
 template <class T>
-void own_gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-              int64_t n, int64_t k, const T* bias) {
+void tiles(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
+           int64_t n, int64_t k, const T* bias) {
   auto idle = [m](int64_t rows) { return (rows - m % rows) % rows; };  // in the last tile
-  if (!own_small(m, n, k)) {
-    packed_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
-  } else if (!la.transposed && lb.transposed && k >= 4 * kVecLanes<T>) {
-    dot_gemm(a, la.ld, b, lb.ld, c, ldc, m, n, k, bias);
+  if (is_small_gemm(m, n, k)) {
+    run_for_this_cpu(
+        [&] { tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, bias); });
   } else if (n <= 16) {  // one vector wide
     run_for_this_cpu([&] { tiled_gemm<T, 12, 1>(a, la, b, lb, c, ldc, m, n, k, bias); });
-  } else if (idle(12) <= std::min(idle(10), idle(8))) {
+  } else if (tiles_beat_blas(m, n, k) || idle(12) <= std::min(idle(10), idle(8))) {
     run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
   } else if (idle(10) <= idle(8)) {
     run_for_this_cpu([&] { tiled_gemm<T, 10, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
@@ -227,8 +222,20 @@ bool make_openblas_single_threaded() {
 }  // namespace
 
 template <class T>
+GemmKernel gemm_kernel(int64_t m, int64_t n, int64_t k, GemmOperand la, GemmOperand lb) {
+  if (is_small_gemm(m, n, k) || tiles_beat_blas(m, n, k)) return GemmKernel::kTiles;
+  // OpenBLAS on a generic core (or GRADFLOW_GEMM=own): our own GEMM takes
+  // the rest (blas_info.h). The library prints nothing; the programs say so
+  // on stderr (note_generic_blas_core).
+  if (!own_path()) return GemmKernel::kBlas;
+  if (!own_small(m, n, k)) return GemmKernel::kPacked;
+  if (!la.transposed && lb.transposed && k >= 4 * kVecLanes<T>) return GemmKernel::kDot;
+  return GemmKernel::kTiles;
+}
+
+template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool small, const T* bias) {
+          int64_t n, int64_t k, GemmKernel kernel, const T* bias) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // an empty sum: C is the bias, or 0
     for (int64_t i = 0; i < m; ++i) {
@@ -241,26 +248,15 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
     }
     return;
   }
-  if (small) {
-    // 4 x 16 tiles: attention's 16-wide heads fill them.
-    // Compiled for each CPU (cpu_dispatch.h): the tiles' vectors are zmm
-    // registers under AVX-512, ymm under AVX2.
-    run_for_this_cpu(
-        [&] { tiled_gemm<T, 4, 16 / kVecLanes<T>>(a, la, b, lb, c, ldc, m, n, k, bias); });
-    return;
-  }
-  if (tiles_beat_blas(m, n, k)) {
-    // 12 x 2 vectors: 24 accumulators of AVX-512's 32 registers.
-    run_for_this_cpu([&] { tiled_gemm<T, 12, 2>(a, la, b, lb, c, ldc, m, n, k, bias); });
-    return;
-  }
-  // OpenBLAS on a generic core (or GRADFLOW_GEMM=own): our packed GEMM
-  // takes the rest (blas_info.h). The library prints nothing; the programs
-  // say so on stderr (note_generic_blas_core).
-  const bool own = own_path();
-  if (own) {
-    own_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
-    return;
+  switch (kernel) {
+    case GemmKernel::kTiles:
+      return tiles(a, la, b, lb, c, ldc, m, n, k, bias);
+    case GemmKernel::kDot:
+      return dot_gemm(a, la.ld, b, lb.ld, c, ldc, m, n, k, bias);
+    case GemmKernel::kPacked:
+      return packed_gemm(a, la, b, lb, c, ldc, m, n, k, bias);
+    case GemmKernel::kBlas:
+      break;
   }
   static const bool single_threaded = make_openblas_single_threaded();  // see above
   (void)single_threaded;
@@ -278,9 +274,11 @@ void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t 
   }
 }
 
+template GemmKernel gemm_kernel<float>(int64_t, int64_t, int64_t, GemmOperand, GemmOperand);
+template GemmKernel gemm_kernel<double>(int64_t, int64_t, int64_t, GemmOperand, GemmOperand);
 template void gemm<float>(const float*, GemmOperand, const float*, GemmOperand, float*, int64_t,
-                          int64_t, int64_t, int64_t, bool, const float*);
+                          int64_t, int64_t, int64_t, GemmKernel, const float*);
 template void gemm<double>(const double*, GemmOperand, const double*, GemmOperand, double*, int64_t,
-                           int64_t, int64_t, int64_t, bool, const double*);
+                           int64_t, int64_t, int64_t, GemmKernel, const double*);
 
 }  // namespace gradflow

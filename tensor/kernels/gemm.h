@@ -36,25 +36,29 @@ GemmLayout gemm_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t c
 inline constexpr int64_t kSmallGemmMacs = int64_t{1} << 15;
 inline bool is_small_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= kSmallGemmMacs; }
 
+// The kernel that runs a product (see above): register tiles (any of their
+// shapes: each sums an element's k products in order, the same bits), our
+// dot_gemm, our packed GEMM, or OpenBLAS. Kernels sum in different orders,
+// so matmul picks one on the whole product and every piece it cuts it into
+// runs that one: the bits then do not depend on the thread count (a piece
+// that chose by its own size took another kernel, (64 x 64) @ (64 x 192)^T
+// ran dot_gemm on one thread and the tiles on two).
+enum class GemmKernel { kTiles, kDot, kPacked, kBlas };
+template <class T>
+GemmKernel gemm_kernel(int64_t m, int64_t n, int64_t k, GemmOperand la, GemmOperand lb);
+
 // C (M, N, row stride ldc) = A (M, K) B (K, N), plus `bias` (N values, or
-// null) on every row. `small` picks the path (see above); matmul decides it
-// on a whole product before cutting it into pieces, so a piece takes the
-// path its product would, at any thread count.
+// null) on every row, on `kernel` (a piece of a product: its product's).
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k, bool small, const T* bias = nullptr);
+          int64_t n, int64_t k, GemmKernel kernel, const T* bias = nullptr);
 
-// The same with the path chosen by the product's own size.
+// The same on the kernel the product's own shape picks.
 template <class T>
 void gemm(const T* a, GemmOperand la, const T* b, GemmOperand lb, T* c, int64_t ldc, int64_t m,
-          int64_t n, int64_t k) {
-  gemm(a, la, b, lb, c, ldc, m, n, k, is_small_gemm(m, n, k));
+          int64_t n, int64_t k, const T* bias = nullptr) {
+  gemm(a, la, b, lb, c, ldc, m, n, k, gemm_kernel<T>(m, n, k, la, lb), bias);
 }
-
-// Whether gemm() runs this product (not small) in our packed GEMM, which
-// splits itself over the pool (packed_gemm.h): matmul then hands it over
-// whole rather than cut into pieces that would each pack all of B.
-bool gemm_splits_itself(int64_t m, int64_t n, int64_t k);
 
 // Where row i of op(A) starts.
 template <class T>

@@ -4,6 +4,7 @@
 #include "examples/toolkit/training/attention_maps.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
@@ -132,8 +133,9 @@ TEST_F(UniformMaps, TokensThatDoNotFitTheExampleAreRefused) {
   EXPECT_THROW(attention_maps(model, {.title = "no forward", .encoder_tokens = {"3"}}), Error);
 }
 
-// 130 positions: 128 drawn on each axis, the entropy over all 130 queries. With q = 0 and a
-// causal mask query i spreads evenly over i + 1 keys: (ln 1 + ... + ln 130) / 130 = ln(130!) / 130.
+// 130 positions: 90 drawn on each axis (two heads share a figure's 128 x 128 cells), the
+// entropy over all 130 queries. With q = 0 and a causal mask query i spreads evenly over i + 1
+// keys: (ln 1 + ... + ln 130) / 130 = ln(130!) / 130.
 TEST(AttentionMaps, ALongExampleIsDrawnInPartAndMeasuredWhole) {
   nn::ModelConfig c = tiny_config();
   c.layers = 1, c.max_len = 130;
@@ -148,12 +150,29 @@ TEST(AttentionMaps, ALongExampleIsDrawnInPartAndMeasuredWhole) {
   const std::vector<AttentionMapFile> files = attention_maps(model, example);
   ASSERT_EQ(files.size(), 1u);
   const std::string& svg = files[0].svg;
-  EXPECT_EQ(count(svg, "class=\"cell\""), 2u * 128 * 128);
-  EXPECT_NE(svg.find("the first 128 of 130 queries and 128 of 130 keys drawn"), std::string::npos);
-  EXPECT_EQ(svg.find(">t128<"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"cell\""), 2u * 90 * 90);
+  EXPECT_NE(svg.find("the first 90 of 130 queries and 90 of 130 keys drawn"), std::string::npos);
+  EXPECT_EQ(svg.find(">t90<"), std::string::npos);
   char entropy[64];
   std::snprintf(entropy, sizeof entropy, ">entropy %.3f nats<", std::lgamma(131.0) / 130);
   EXPECT_EQ(count(svg, entropy), 2u) << entropy;
+}
+
+// Sixteen heads of 128 positions made a 20 MB figure where docs/programs.md says one stays near
+// a megabyte: they share 128 x 128 cells, 32 x 32 each.
+TEST(AttentionMaps, ManyHeadsShareAFiguresCells) {
+  nn::ModelConfig c = tiny_config();
+  c.layers = 1, c.heads = 16, c.d_model = 32, c.max_len = 128;
+  Generator gen(4);
+  nn::DecoderLM model(c, gen);
+  AttentionExample example{.title = "wide", .forward = [&] {
+                             model.forward(from_indices(std::vector<int64_t>(128, 3), {1, 128}));
+                           }};
+  for (int i = 0; i < 128; ++i) example.decoder_tokens.push_back("t" + std::to_string(i));
+  const std::string svg = attention_maps(model, example).at(0).svg;
+  EXPECT_EQ(count(svg, "class=\"cell\""), 16u * 32 * 32);
+  EXPECT_NE(svg.find("the first 32 of 128 queries and 32 of 128 keys drawn"), std::string::npos);
+  EXPECT_LT(svg.size(), 1600000u);
 }
 
 TEST(VisibleChar, SpacesAndBytesThatAreNoCharacterShowAsSomething) {
@@ -230,6 +249,35 @@ TEST_F(AttentionMapsProgramTest, EveryTrainingProgramDrawsEachLayer) {
     for (const std::string& file : e.files)
       EXPECT_EQ(read(again + "/" + file), read(maps + "/" + file)) << file;
   }
+}
+
+// The maps' folder is checked when the flag is read, before training, and made only when the
+// maps are written: a folder that cannot be written (found after training, all of it lost) and
+// a .svg in it that is not a regular file (a FIFO hung the program after training) are refused;
+// a refused command makes no folder. The maps are written atomically: no temporary is left.
+TEST_F(AttentionMapsProgramTest, TheFolderIsCheckedBeforeTrainingAndMadeOnlyToWriteTheMaps) {
+  const std::vector<std::string> tiny = tiny_run_args("seq2seq", path("run"), "2");
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = tiny;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  expect_usage_error(kSeq2seq, with({"--attention-maps", path("new_maps"), "--steps", "0"}));
+  EXPECT_FALSE(fs::exists(path("new_maps")));
+  expect_usage_error(kSeq2seq, with({"--attention-maps", "/proc/maps"}));
+  fs::create_directories(path("maps"));
+  ASSERT_EQ(::mkfifo(path("maps/encoder.layers.0.self_attn.svg").c_str(), 0600), 0);
+  expect_usage_error(kSeq2seq, with({"--attention-maps", path("maps")}));
+  EXPECT_FALSE(fs::exists(path("run")));
+  fs::remove(path("maps/encoder.layers.0.self_attn.svg"));
+  Result r = run(kSeq2seq, with({"--attention-maps", path("maps/deeper")}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(path("maps/deeper"))) {
+    EXPECT_EQ(entry.path().extension(), ".svg") << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 3u);
 }
 
 TEST_F(AttentionMapsProgramTest, TheFlagIsInHelpAndADirectoryThatCannotBeMadeIsRefused) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -54,6 +55,25 @@ TEST_F(ProgramsTest, EveryProgramAnswersHelpAndRefusesAnUnknownFlag) {
     EXPECT_EQ(run(p.path, {"-h"}).out, r.out);
     expect_usage_error(p.path, {"--no-such-flag"});
   }
+}
+
+// A bad GRADFLOW_GEMM is one line and exit code 2 in minimal_train too (it aborted, 134, on the
+// uncaught Error), and --version still answers, naming the problem (it exited 2).
+TEST_F(ProgramsTest, ABadGradflowGemmIsOneLineAndVersionStillAnswers) {
+  // This process reads GRADFLOW_GEMM once, at its first call (the harness's note filter): first.
+  (void)generic_core_note();
+  ::setenv("GRADFLOW_GEMM", "garbage", 1);
+  const Result minimal = run(program_path("minimal_train"), {});
+  const Result version = run(kSeq2seq, {"--version"});
+  ::unsetenv("GRADFLOW_GEMM");
+  EXPECT_EQ(minimal.code, 2);
+  EXPECT_EQ(minimal.err,
+            "minimal_train: error: GRADFLOW_GEMM: expected own or blas, got 'garbage'\n");
+  EXPECT_EQ(version.code, 0) << version.err;
+  EXPECT_NE(version.out.find("matrix products: GRADFLOW_GEMM: expected own or blas, got "
+                             "'garbage'"),
+            std::string::npos)
+      << version.out;
 }
 
 // What README.md and docs/programs.md say of the programs, on every program

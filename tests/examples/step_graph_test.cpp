@@ -3,7 +3,10 @@
 // bit, as without the flag.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -91,6 +94,45 @@ TEST_F(StepGraphTest, ADrawingThatCannotBeMadeIsAOneLineError) {
   expect_usage_error(kSeq2seq, with({"--graph", path(""), "--graph-step", "1"}));  // a folder
   expect_usage_error(kSeq2seq, with({"--graph-depth", "-1"}));
   EXPECT_FALSE(fs::exists(path("run")));  // refused before the run claimed its folder
+}
+
+// --graph replaced whatever its path named: another run's checkpoint (that run could no longer
+// resume), charlm's --text, the run's own log, /dev/null (as root, the system's), a symlink's
+// target. Each is refused before training, and so are an empty --graph (it drew nothing,
+// silently), a folder that cannot be written and a path in the --attention-maps folder. A
+// drawing of an earlier run is replaced, as a rerun needs.
+TEST_F(StepGraphTest, APathThatIsNotADrawingOfOursIsRefusedBeforeTraining) {
+  ASSERT_EQ(run(kSeq2seq, tiny_run_args("seq2seq", path("other"), "2")).code, 0);
+  const std::string checkpoint = read(path("other/checkpoint.safetensors"));
+  std::ofstream(path("t.txt")) << "the text of a corpus, the text of a corpus\n";
+  std::ofstream(path("notes.svg")) << "a file of the user's, named .svg";
+  ASSERT_EQ(::mkfifo(path("fifo.svg").c_str(), 0600), 0);
+  fs::create_symlink(path("t.txt"), path("link.svg"));
+  fs::create_directories(path("maps"));
+  const std::vector<std::string> tiny = tiny_run_args("seq2seq", path("run"), "2");
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = tiny;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  for (const std::string& graph :
+       {path("other/checkpoint.safetensors"), path("other/log.csv"), path("t.txt"),
+        std::string("/dev/null"), path("fifo.svg"), path("link.svg"), path("notes.svg"),
+        std::string(""), std::string("/proc/g.svg")})
+    expect_usage_error(kSeq2seq, with({"--graph", graph}));
+  expect_usage_error(kSeq2seq,
+                     with({"--graph", path("maps/g.svg"), "--attention-maps", path("maps")}));
+  std::vector<std::string> charlm = tiny_run_args("charlm", path("run"), "2");
+  charlm.insert(charlm.end(), {"--text", path("t.txt"), "--graph", path("t.txt")});
+  expect_usage_error(program_path("charlm"), charlm);
+  EXPECT_FALSE(fs::exists(path("run")));
+  EXPECT_TRUE(read(path("other/checkpoint.safetensors")) == checkpoint);
+  EXPECT_EQ(read(path("t.txt")), "the text of a corpus, the text of a corpus\n");
+  EXPECT_EQ(read(path("notes.svg")), "a file of the user's, named .svg");
+  // A drawing of ours is replaced.
+  ASSERT_EQ(run(kSeq2seq, with({"--graph", path("g.svg")})).code, 0);
+  Result again = run(kSeq2seq, with({"--graph", path("g.svg"), "--overwrite"}));
+  EXPECT_EQ(again.code, 0) << again.err;
 }
 
 }  // namespace

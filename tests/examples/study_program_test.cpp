@@ -85,6 +85,30 @@ TEST_F(StudyProgramTest, BadValuesAreOneLineErrors) {
   expect_usage_error(kScalingStudy, {"--parts", "train,B"});
 }
 
+// --modes reads a mode's value as --scale reads it, naming a bad one (const:1e40 and const:nan
+// were "unknown arm", const:1e-45 trained), and the library's modes alone, which trained every
+// run and then had no arm to draw (render_heatmap_grid: the study lost, run.lock left), are
+// refused before anything runs.
+TEST_F(StudyProgramTest, ModesAreReadAsScaleIsAndNeedAnArmToDraw) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"inv_sqrt_dk,const:1e-45", "below float32's smallest normal number"},
+      {"inv_sqrt_dk,const:1e40", "const:1e40"},
+      {"inv_sqrt_dk,const:nan", "const:nan"},
+      {"const:0.25", "name one of none, inv_sqrt_dk"},
+      {"log_n,ssmax", "name one of none, inv_sqrt_dk"}};
+  for (const auto& [modes, message] : cases) {
+    SCOPED_TRACE(modes);
+    const Result r =
+        run(kScalingStudy, {"--parts", "train", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                            modes, "--seeds", "1", "--steps", "4", "--out", path("s")});
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("unknown arm"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(path("s")));
+  }
+}
+
 TEST_F(StudyProgramTest, SizesThatCannotFitAreRefusedBeforeRunning) {
   // Attention over 2,048 keys at d_k 4096, two runs at once: tens of GiB.
   Result r = run(kScalingStudy, {"--parts", "train", "--tasks", "recall", "--recall-pairs", "512",

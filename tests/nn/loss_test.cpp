@@ -212,17 +212,38 @@ TEST(CrossEntropy, WideRowsMatchTheReferenceAndANaNLogitGivesANaN) {
   }
 }
 
-TEST(CrossEntropy, AllTargetsIgnoredGiveZeroLossAndZeroGrad) {
+// A mean of no terms, as PyTorch: the loss is NaN (it was 0) and the gradient 0. A part
+// of a batch (divide_by > 0) with every target ignored adds 0 to the batch's loss.
+TEST(CrossEntropy, AllTargetsIgnoredGiveANaNLossAndZeroGradAsPyTorch) {
   Variable x(dense({3, 4}), true), y(dense({3, 4}), true);
   Tensor targets = from_indices({-100, -100, -100}, {3});
   Variable loss = cross_entropy(x, targets);
-  EXPECT_EQ(loss.item(), 0.0);
+  EXPECT_TRUE(std::isnan(loss.item()));
   loss.backward();
   expect_all_equal(x.grad(), 0, "fused grad");
   Variable ref = cross_entropy_reference(y, targets);
-  EXPECT_EQ(ref.item(), 0.0);
+  EXPECT_TRUE(std::isnan(ref.item()));
   ref.backward();
   expect_all_equal(y.grad(), 0, "reference grad");
+  EXPECT_EQ(cross_entropy(x, targets, -100, 0.0, 5).item(), 0.0);
+}
+
+// The targets are read again by the backward: an edit of them (a batch buffer reused) flipped
+// the gradient's sign at the rows it changed. It is refused.
+TEST(CrossEntropy, TargetsEditedBeforeTheBackwardAreRefused) {
+  Variable x(dense({3, 4}), true);
+  Tensor targets = from_indices({0, 1, 2}, {3});
+  Variable loss = cross_entropy(x, targets);
+  targets.set({1}, 3);
+  try {
+    loss.backward();
+    ADD_FAILURE() << "backward ran on edited targets";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backward of 'cross_entropy': a tensor it keeps"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(x.grad().defined());
 }
 
 TEST(CrossEntropy, RejectsBadTargetsAndShapes) {

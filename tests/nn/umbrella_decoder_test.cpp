@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,49 @@ TEST(UmbrellaDecoder, TrainsAFewStepsAndSamplesText) {
   const std::string text = data.decode(out.to_int64_vector());
   ASSERT_EQ(text.size(), 12u);
   EXPECT_EQ(text.substr(0, 4), "the ");
+}
+
+// What runs the matrix products, as a program of one's own reports it (docs/building.md): from the
+// umbrella header too.
+TEST(UmbrellaDecoder, WhatRunsTheProductsIsInTheUmbrellaHeader) {
+  EXPECT_EQ(blas_summary().rfind("openblas=", 0), 0u) << blas_summary();
+  note_generic_blas_core();  // one line on stderr on a generic core, else nothing
+}
+
+// An encoder-decoder samples as a decoder-only model does, and decoding past its max_len says
+// so (it threw from inside the positional table).
+TEST(UmbrellaDecoder, AnEncoderDecoderSamplesAndSaysWhereItsPositionsEnd) {
+  nn::ModelConfig config{
+      .vocab = 7, .d_model = 16, .heads = 2, .layers = 1, .d_ff = 32, .max_len = 6};
+  Generator init(1);
+  const nn::EncoderDecoder model(config, init);
+  const Tensor src = from_vector(std::vector<int64_t>{3, 4, 5, 4, 3, 5}, {2, 3});
+  const Tensor greedy = model.greedy_decode(src, Tensor(), 1, 2, 6);
+  Generator a(9), b(9);
+  EXPECT_EQ(nn::generate(model, src, Tensor(), 1, 2, {.new_tokens = 6, .temperature = 0}, a)
+                .to_int64_vector(),
+            greedy.to_int64_vector());
+  const Tensor drawn =
+      nn::generate(model, src, Tensor(), 1, 2, {.new_tokens = 6, .temperature = 5}, a);
+  EXPECT_EQ(drawn.shape()[0], 2);
+  EXPECT_LE(drawn.shape()[1], 6);
+  for (int64_t id : drawn.to_int64_vector()) EXPECT_TRUE(id >= 0 && id < 7) << id;
+  nn::generate(model, src, Tensor(), 1, 2, {.new_tokens = 6, .temperature = 0}, b);
+  EXPECT_EQ(nn::generate(model, src, Tensor(), 1, 2, {.new_tokens = 6, .temperature = 5}, b)
+                .to_int64_vector(),
+            drawn.to_int64_vector());  // the same draws from the same generator state
+  for (const auto& decode : std::vector<std::function<void()>>{
+           [&] { model.greedy_decode(src, Tensor(), 1, 2, 7); },
+           [&] { nn::generate(model, src, Tensor(), 1, 2, {.new_tokens = 7}, a); }}) {
+    try {
+      decode();
+      ADD_FAILURE() << "decoded past max_len";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "decoding 7 tokens: the model's positions end at its max_len 6; decode at most "
+                "that many");
+    }
+  }
 }
 
 TEST(UmbrellaDecoder, ScaleModeByNameParsesAndRefusesUnknownNames) {

@@ -340,8 +340,14 @@ std::string ArgParser::usage_line() const {
 }
 
 std::string ArgParser::version() const {
-  return program_ + " (gradflow " GRADFLOW_VERSION ")\n" + blas_summary() + "\n" +
-         (generic_core_note().empty() ? "" : generic_core_note() + "\n");
+  std::string products;
+  try {
+    products =
+        blas_summary() + "\n" + (generic_core_note().empty() ? "" : generic_core_note() + "\n");
+  } catch (const std::exception& e) {  // a bad GRADFLOW_GEMM: said, as the version still is
+    products = std::string("matrix products: ") + e.what() + "\n";
+  }
+  return program_ + " (gradflow " GRADFLOW_VERSION ")\n" + products;
 }
 
 std::string ArgParser::help() const {

@@ -67,6 +67,13 @@ std::string shell_word(std::string_view text);
 // never ends. Checked with stat, which neither opens nor blocks.
 void require_regular_file(const std::string& path);
 
+// Throws UsageError unless files can be made in `folder` or, while it does
+// not exist, in the nearest folder above it that does (where it would be
+// made; nothing is made): one that is a file, or that the system will not
+// write (permissions, a read-only filesystem). Tried by making and removing a
+// file, as access() says yes to root on a read-only mount.
+void require_writable_folder(const std::string& folder);
+
 inline constexpr int kExitUsage = 2;
 // Standard output could not be written (coreutils' "write error").
 inline constexpr int kExitWriteError = 1;

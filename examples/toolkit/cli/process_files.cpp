@@ -1,5 +1,6 @@
 // The files around a program: its standard streams, which may be closed at
-// start, and the input files it is given, which must be regular files.
+// start, the input files it is given, which must be regular files, and the
+// folders it writes pictures in, which must take files.
 // Declared in args.h beside run_cli, which reopens the streams. (The
 // environment OpenBLAS starts in under an address-space limit is set by
 // examples/start/openblas_one_thread.cpp, which every program linking
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <system_error>
 
@@ -45,6 +47,23 @@ void require_regular_file(const std::string& path) {
                      : S_ISSOCK(info.st_mode)                         ? "a socket"
                                                                       : "another kind of file";
   throw UsageError(quote(path) + " is " + kind + ", not a regular file");
+}
+
+void require_writable_folder(const std::string& folder) {
+  namespace fs = std::filesystem;
+  fs::path at = folder;
+  std::error_code ec;
+  while (!at.empty() && fs::symlink_status(at, ec).type() == fs::file_type::not_found)
+    at = at.parent_path();
+  if (at.empty()) at = ".";
+  if (!fs::is_directory(at, ec)) throw UsageError(quote(at.string()) + " is not a directory");
+  const std::string probe = (at / (".gradflow-probe." + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw UsageError("cannot write in " + quote(at.string()) + ": " +
+                     std::system_category().message(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void reopen_closed_standard_streams() {

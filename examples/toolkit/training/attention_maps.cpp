@@ -4,13 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <system_error>
 
 #include "autograd/variable.h"
 #include "examples/toolkit/plot/svg_heatmap.h"
 #include "examples/toolkit/training/training.h"
+#include "nn/io/atomic_file.h"
 #include "nn/models.h"
 #include "tensor/error.h"
 
@@ -22,10 +22,15 @@ namespace fs = std::filesystem;
 // Cells of 12 pixels fit a 10-pixel label on every row: a 64-character context is 768 pixels,
 // and longer ones stay that size with every k-th label (svg_heatmap.h).
 constexpr double kCellPixels = 12, kSmallestMatrix = 150, kLargestMatrix = 768;
-// The most positions drawn on an axis: a figure of 128 x 128 cells per head is a megabyte of
-// SVG, and a longer example (classify --max-len 4096) would be a gigabyte. Entropies still
-// cover every position.
-constexpr int64_t kMostPositions = 128;
+// The most positions drawn on an axis: 128 x 128 cells in a figure, its heads together (a
+// cell is 77 bytes of SVG: 1.3 MB), so 128 for one head, 90 for two, 32 for sixteen, and at
+// least 16; sixteen heads of 128 x 128 made 20 MB, and a longer example (classify --max-len
+// 4096) would be a gigabyte. Entropies still cover every position.
+int64_t most_positions(int64_t heads) {
+  int64_t n = 128;
+  while (n > 16 && n * n * heads > 128 * 128) --n;
+  return n;
+}
 
 std::string fixed(double v, int digits) {
   char text[32];
@@ -63,14 +68,14 @@ struct LayerWeights {
   }
 };
 
-// Head h's panel: its first kMostPositions queries and keys, its entropy over all of them.
+// Head h's panel: its first `most` queries and keys, its entropy over all of them.
 plot::Heatmap head_panel(const LayerWeights& l, int64_t h, const std::string& layer,
                          const std::vector<std::string>& queries,
-                         const std::vector<std::string>& keys) {
+                         const std::vector<std::string>& keys, int64_t most) {
   const auto rows = static_cast<int64_t>(queries.size());
   const auto columns = static_cast<int64_t>(keys.size());
-  const int64_t drawn_rows = std::min(rows, kMostPositions);
-  const int64_t drawn_columns = std::min(columns, kMostPositions);
+  const int64_t drawn_rows = std::min(rows, most);
+  const int64_t drawn_columns = std::min(columns, most);
   plot::Heatmap map{.title = "head " + std::to_string(h),
                     .rows = drawn_rows,
                     .columns = drawn_columns,
@@ -122,7 +127,8 @@ std::string figure(const AttentionLayer& a, const AttentionExample& example) {
   const LayerWeights l{weights.narrow(0, 0, 1).contiguous().to_vector(),
                        hidden_keys(a.layer->probe.mask, heads, t, s), t, s};
   std::vector<plot::Heatmap> panels;
-  for (int64_t h = 0; h < heads; ++h) panels.push_back(head_panel(l, h, a.name, queries, keys));
+  for (int64_t h = 0; h < heads; ++h)
+    panels.push_back(head_panel(l, h, a.name, queries, keys, most_positions(heads)));
   const int64_t drawn_rows = panels.front().rows, drawn_columns = panels.front().columns;
 
   const double matrix =
@@ -187,11 +193,13 @@ void add_attention_maps_flag(cli::ArgParser& args, std::string* dir) {
       .metavar("DIR")
       .check([](const std::string& path) {
         if (path.empty()) throw cli::UsageError("must not be empty");
+        cli::require_writable_folder(path);  // made when the maps are written, not before
         std::error_code ec;
-        fs::create_directories(path, ec);
-        if (ec || !fs::is_directory(path))
-          throw cli::UsageError(cli::quote(path) + ": cannot create the directory" +
-                                (ec ? ": " + ec.message() : ""));
+        for (const auto& entry : fs::directory_iterator(path, ec))
+          if (entry.path().extension() == ".svg" &&
+              entry.symlink_status(ec).type() != fs::file_type::regular)
+            throw cli::UsageError(cli::quote(entry.path().string()) +
+                                  " is not a regular file (a map would replace it)");
       });
 }
 
@@ -256,10 +264,12 @@ void write_attention_maps(nn::Module& model, const AttentionExample& example,
   std::vector<std::string> names;
   for (const AttentionMapFile& f : attention_maps(model, example)) {
     const fs::path path = fs::path(dir) / f.name;
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file << f.svg;
-    file.close();
-    if (!file) throw cli::UsageError("--attention-maps: cannot write " + cli::quote(path.string()));
+    try {  // atomically: a kill or a full disk leaves the old map or none, never a cut one
+      fs::create_directories(dir);
+      write_file_atomic(path.string(), f.svg);
+    } catch (const std::exception& e) {
+      throw cli::UsageError(std::string("--attention-maps: ") + e.what());
+    }
     names.push_back(f.name);
   }
   out << "attention maps: " << wrote_line(dir, names) << "\n";

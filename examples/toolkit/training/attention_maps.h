@@ -26,8 +26,9 @@
 namespace gradflow::training {
 
 // Adds --attention-maps DIR to `args`: a session flag (it says what to show, not what the run
-// is, so a resumed run may add it). The directory is created when the flag is parsed, so one
-// that cannot be is a UsageError before any training.
+// is, so a resumed run may add it). A directory that could not be made or written, or that
+// holds a .svg that is not a regular file (a FIFO would hang the write), is a UsageError when
+// the flag is parsed, before any training; it is made only when the maps are written.
 void add_attention_maps_flag(cli::ArgParser& args, std::string* dir);
 
 // One attention layer of a model and where it sits.
@@ -68,8 +69,9 @@ struct AttentionMapFile {
 // padding is visible to a query drawn (so the map would hide weight).
 std::vector<AttentionMapFile> attention_maps(nn::Module& model, const AttentionExample& example);
 
-// attention_maps, written into `dir`, then the line `attention maps: wrote "DIR"/{a.svg,b.svg}`
-// on `out`. Throws UsageError when a file cannot be written.
+// attention_maps, each written atomically into `dir` (made if need be), then the line
+// `attention maps: wrote "DIR"/{a.svg,b.svg}` on `out`. Throws UsageError when a file cannot be
+// written.
 void write_attention_maps(nn::Module& model, const AttentionExample& example,
                           const std::string& dir, std::ostream& out);
 

@@ -141,8 +141,11 @@ void add_common_flags(cli::ArgParser& args, RunFlags& run, CommonFlags& f) {
   // Pictures of the run: they change nothing in it.
   args.add("--graph", &f.graph,
            "draw the graph of one training step, each edge labelled and sized by the norm of the "
-           "gradient that flowed back along it: FILE.svg, or FILE.dot for Graphviz (empty: none)")
-      .metavar("FILE");
+           "gradient that flowed back along it: FILE.svg, or FILE.dot for Graphviz")
+      .metavar("FILE")
+      .check([](const std::string& path) {
+        if (path.empty()) throw cli::UsageError("must not be empty (leave it out to draw none)");
+      });
   args.add("--graph-step", &f.graph_step, "the step --graph draws").min(1);
   args.add("--graph-depth", &f.graph_depth,
            "--graph folds each module this many levels deep into one box (0: every op; 1: the "

@@ -88,6 +88,7 @@ struct CommonFlags {
   std::string out = "runs/out", resume = "";
   // --graph FILE, --graph-step N, --graph-depth D (training.h: GraphRequest)
   std::string graph = "";
+  std::string attention_maps = "";  // --attention-maps DIR (attention_maps.h), added by a program
   int64_t graph_step = 1;
   int graph_depth = 0;
 };

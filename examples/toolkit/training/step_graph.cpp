@@ -1,6 +1,7 @@
 #include "examples/toolkit/training/step_graph.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "autograd/graph.h"
 #include "examples/toolkit/cli/args.h"
@@ -10,16 +11,37 @@ namespace gradflow::training {
 
 namespace fs = std::filesystem;
 
-void check_graph_request(const GraphRequest& request, int64_t steps) {
+void check_graph_request(const GraphRequest& request, int64_t steps, const std::string& maps_dir) {
   if (request.path.empty()) return;
-  const fs::path parent = fs::path(request.path).parent_path();
+  const fs::path path = request.path, parent = path.parent_path();
+  const std::string flag = "--graph " + cli::quote(request.path) + ": ";
   std::error_code ec;
   if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw cli::UsageError("--graph " + cli::quote(request.path) + ": no folder " +
-                          cli::quote(parent.string()) + " to write it in");
-  if (fs::is_directory(request.path, ec))
-    throw cli::UsageError("--graph " + cli::quote(request.path) +
-                          ": is a folder; give a file name ending in .svg or .dot");
+    throw cli::UsageError(flag + "no folder " + cli::quote(parent.string()) + " to write it in");
+  if (fs::is_directory(path, ec))
+    throw cli::UsageError(flag + "is a folder; give a file name ending in .svg or .dot");
+  // The name says it is a drawing, so no run file, log or input is taken for one.
+  if (path.extension() != ".svg" && path.extension() != ".dot")
+    throw cli::UsageError(flag + "give a file name ending in .svg or .dot");
+  try {
+    cli::require_writable_folder(parent.string());
+  } catch (const cli::UsageError& e) {
+    throw cli::UsageError(flag + e.what());
+  }
+  const fs::file_type type = fs::symlink_status(path, ec).type();
+  if (type != fs::file_type::not_found && type != fs::file_type::regular)
+    throw cli::UsageError(flag +
+                          "is a symlink, a device or a FIFO, not a regular file; give a "
+                          "new name");
+  if (type == fs::file_type::regular) {  // replaced only if it is a drawing, as a rerun's
+    std::string head(16, '\0');
+    std::ifstream(path, std::ios::binary).read(head.data(), 16);
+    if (head.rfind("<svg", 0) != 0 && head.rfind("digraph gradflow", 0) != 0)
+      throw cli::UsageError(flag + "exists and is not a drawing of gradflow's; give a new name");
+  }
+  if (!maps_dir.empty() && fs::weakly_canonical(fs::absolute(parent), ec) ==
+                               fs::weakly_canonical(fs::absolute(maps_dir), ec))
+    throw cli::UsageError(flag + "is in the --attention-maps folder, whose maps may replace it");
   if (request.step > steps)
     throw cli::UsageError("--graph-step " + std::to_string(request.step) + ": the run has only " +
                           std::to_string(steps) + " steps");

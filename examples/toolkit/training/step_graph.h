@@ -20,9 +20,14 @@
 
 namespace gradflow::training {
 
-// Refuses a request that cannot be met before any training: a folder that
-// does not exist, a step beyond `steps`. Throws cli::UsageError.
-void check_graph_request(const GraphRequest& request, int64_t steps);
+// Refuses a request that cannot be met, before any training: a folder that
+// does not exist or cannot be written, a name that does not end in .svg or
+// .dot (a log, a checkpoint, an input), a path that is not a regular file (a
+// symlink, /dev/null, a FIFO) or is one but not a drawing of ours, a path in
+// `maps_dir` (--attention-maps, whose maps could replace it), a step beyond
+// `steps`. Throws cli::UsageError.
+void check_graph_request(const GraphRequest& request, int64_t steps,
+                         const std::string& maps_dir = "");
 
 // Draws step `request.step` of model's training as described above, writes
 // it atomically to request.path, and returns what to tell the user ("graph

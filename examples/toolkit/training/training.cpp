@@ -92,6 +92,9 @@ training::RunLock prepare_run(const CommonFlags& flags, const TrainingShape& sha
   check_memory(estimate, available_memory_bytes());
   check_address_space(flags.threads, estimate.tensor_bytes, address_space_limit(),
                       address_space_in_use());
+  // Where the pictures go, before --out is claimed: nothing there is lost to them.
+  check_graph_request({.path = flags.graph, .step = flags.graph_step}, flags.steps,
+                      flags.attention_maps);
   return training::claim_run_dir(flags.out, flags.resume, flags.overwrite, std::cerr);
 }
 

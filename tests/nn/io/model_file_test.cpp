@@ -5,12 +5,17 @@
 #include "nn/io/model_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 
+#include "autograd/ops.h"
+#include "nn/io/checkpoint.h"
 #include "nn/optim/optim.h"
 #include "tests/tensor/testing.h"
 
@@ -145,6 +150,73 @@ TEST_F(ModelFileTest, AConfigThatDisagreesWithTheTensorsIsRefusedNamingOne) {
                                              [](auto& kv) { return kv.first == "config.heads"; });
                              }),
             "load_model " + file + ": bad model config in the file: no config.heads");
+}
+
+// What the training programs refuse, load_model refuses too (it loaded both): a weight that is not
+// finite, a config.* that differs from the file's flag.* (heads 2 for 4 loaded as d_k 4 for 2,
+// the shapes alike), and a path that is not a file (a FIFO with no writer hung its open).
+TEST_F(ModelFileTest, NonFiniteWeightsEditedFlagsAndFifosAreRefused) {
+  Generator gen(1);
+  const std::string file = path("m.safetensors");
+  DecoderLM model(small_config(), gen);
+  // seq2seq's --max-len is its task's, not config.max_len (which its data sets): not compared.
+  save_model(file, model, {{"flag.--heads", "2"}, {"flag.--max-len", "4"}});
+  EXPECT_EQ(load_error_after(file, [](Metadata&) {}), "");
+  EXPECT_EQ(load_error_after(file, [](Metadata& m) { set(m, "config.heads", "4"); }),
+            "load_model " + file +
+                ": bad model config in the file: config.heads 4 differs from flag.--heads 2 (an "
+                "edited file?); refusing to guess which model it is");
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    DecoderLM broken(small_config(), gen);
+    Tensor(broken.lm_head->bias.data()).set({3}, bad);
+    save_model(file, broken);
+    EXPECT_EQ(load_error_after(file, [](Metadata&) {}),
+              "load_model " + file + ": tensor 'lm_head.bias' holds a NaN or an infinity");
+  }
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  try {
+    load_model(path("fifo"));
+    ADD_FAILURE() << "a FIFO was loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "load_model " + path("fifo") + ": not a regular file (a folder, a FIFO or a device)");
+  }
+}
+
+// A model with dropout resumed through the library repeats bitwise when the generator its masks
+// draw from is saved in the checkpoint and given to load_model (its Init{} drew from
+// default_generator(), which nothing saves): 2 + 2 steps are 4 steps.
+TEST_F(ModelFileTest, AModelWithDropoutResumesBitwiseWithItsGenerator) {
+  ModelConfig c = small_config();
+  c.dropout = 0.25;
+  const Tensor ids = from_vector({1, 2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 7}, {2, 6}, DType::Int64);
+  auto train = [&](DecoderLM& model, AdamW& optimizer, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      optimizer.zero_grad();
+      Variable logits = model.forward(ids);
+      sum(logits * logits).backward();
+      optimizer.step();
+    }
+  };
+  Generator straight_gen(5);
+  DecoderLM straight(c, straight_gen);
+  AdamW straight_opt(straight.parameters(), 1e-2);
+  train(straight, straight_opt, 4);
+
+  Generator first_gen(5);
+  DecoderLM first(c, first_gen);
+  AdamW first_opt(first.parameters(), 1e-2);
+  train(first, first_opt, 2);
+  save_checkpoint(path("ckpt.safetensors"), first, first_opt, {{"dropout", &first_gen}}, 2,
+                  model_metadata({.config = c}));
+  default_generator().manual_seed(99);  // what another program may have drawn meanwhile
+  Generator dropout(0);
+  const LoadedModel loaded = load_model(path("ckpt.safetensors"), Init(dropout));
+  DecoderLM& resumed = loaded.as<DecoderLM>();
+  AdamW resumed_opt(resumed.parameters(), 1e-2);
+  load_checkpoint(path("ckpt.safetensors"), resumed, resumed_opt, {{"dropout", &dropout}});
+  train(resumed, resumed_opt, 2);
+  expect_same_state(resumed, straight);
 }
 
 // A million layers of d_model 8 would fit in memory but take minutes to

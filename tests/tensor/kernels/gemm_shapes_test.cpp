@@ -80,8 +80,7 @@ int64_t wrong_elements(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool
   if (direct_dot) {
     dot_gemm(a.data.data(), a.layout.ld, b.data.data(), b.layout.ld, c.data(), ldc, m, n, k, pb);
   } else {
-    gemm(a.data.data(), a.layout, b.data.data(), b.layout, c.data(), ldc, m, n, k,
-         is_small_gemm(m, n, k), pb);
+    gemm(a.data.data(), a.layout, b.data.data(), b.layout, c.data(), ldc, m, n, k, pb);
   }
   const double unit = std::numeric_limits<T>::epsilon() / 2;
   const double gamma = static_cast<double>(k + 1) * unit / (1 - static_cast<double>(k + 1) * unit);
