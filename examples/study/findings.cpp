@@ -59,7 +59,7 @@ std::string tests_held(const Verdict& v) {
 std::string title_of(const Verdict& v) {
   const std::string plain = claim(v.id, v.identity).plain;
   if (v.verdict == "holds") return plain;
-  if (v.verdict == "partly holds") return "Partly (" + tests_held(v) + "): " + plain;
+  if (v.verdict == "partly holds") return "Partly: " + plain;
   if (v.verdict == "does not hold") return "Not shown: " + plain;
   return "Unclear in this run: " + plain;
 }
@@ -68,6 +68,9 @@ Finding finding_from(const Verdict& v) {
   const Claim& row = claim(v.id, v.identity);
   Finding f{
       .title = title_of(v), .figure = row.figure, .claim_id = v.id, .files = {"criteria.csv"}};
+  // How much of a partial verdict held goes in the text: the title stays the
+  // same while the verdict does.
+  if (v.verdict == "partly holds") f.text = capitalised(tests_held(v)) + ".";
   std::string checks;
   for (const Criterion& c : row.criteria) {
     std::string rows;

@@ -331,6 +331,17 @@ TEST(StudyCriteria, FindingsQuoteOnlyCriteriaCsv) {
   for (const Verdict& v : verdicts) {
     const Finding f = finding_from(v);
     std::string text = f.text;
+    // A partial verdict opens with how many of criteria.csv's evidence rows passed.
+    if (v.verdict == "partly holds") {
+      int passed = 0, rows = 0;
+      for (size_t i = 0; i < cells.at("claim").size(); ++i)
+        if (cells.at("claim")[i] == v.id && cells.at("role")[i] == "evidence")
+          ++rows, passed += cells.at("passed")[i] == "true";
+      const std::string held =
+          std::to_string(passed) + " of " + std::to_string(rows) + " tests held. ";
+      ASSERT_TRUE(text.starts_with(held)) << v.id << ": " << text;
+      text.erase(0, held.size());
+    }
     // The claim's own words: each criterion's plain text and test, as declared.
     for (const Criterion& k : claim(v.id).criteria)
       for (const std::string& own : {k.plain, test_words(k, true), test_words(k, false)}) {

@@ -263,8 +263,7 @@ TEST(StudySgd, ItsFindingIsTitledByTheVerdict) {
   EXPECT_EQ(finding_from(s.claims.front()).title, claim("C13").plain);
   EXPECT_EQ(finding_from(s.claims.front()).figure, "sgd_lr.svg");
   s = sgd_section(o, sweep(0.04, 0.01, 0.01, 0.05));
-  EXPECT_EQ(finding_from(s.claims.front()).title,
-            "Partly (3 of 4 tests held): " + claim("C13").plain);
+  EXPECT_EQ(finding_from(s.claims.front()).title, "Partly: " + claim("C13").plain);
 }
 
 TEST(StudySgd, WritesItsTablesCsvAndFigure) {
