@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "examples/study/claims.h"
 #include "examples/study/parts.h"
 
 namespace gradflow::study {
@@ -171,6 +172,28 @@ plot::Figure solve_dots(const TrainResult& b, const std::string& task,
 
 }  // namespace
 
+// The mechanism figure's numbers, as its claims' criteria measure them
+// (claims_mechanism.cpp): a caption computed from the runs it draws, never
+// fixed words about what they show.
+std::string mechanism_caption(const TrainResult& b) {
+  std::string out;
+  auto say = [&](const std::string& claim_id, const std::string& name, const std::string& what) {
+    const Criterion& c = criterion(claim_id, name);
+    std::string values;
+    for (const SettingEstimate& e : estimate_all(c.measure, b, c.seeds > 0 ? c.seeds : b.seeds))
+      if (std::isfinite(e.estimate.mean))
+        values += (values.empty() ? "" : ", ") + e.task + " " + shown_text(c, e.estimate.mean);
+    if (!values.empty()) out += (out.empty() ? "" : " ") + what + ": " + values + ".";
+  };
+  say("C20", "a", "Unscaled attention's ||dL/dS|| from step 60 on over its own at step 0 (C20)");
+  say("C23", "b", "The same growth, unscaled over 1/sqrt(d_k)'s (C23)");
+  say("C23", "a", "The share passed on from step 60 on, unscaled over 1/sqrt(d_k)'s (C23)");
+  say("C21", "c", "The control's entropy minus none_reparam's over steps 10 to 50 (C21)");
+  say("C27", "a",
+      "The control's weight on the right key minus none_reparam's from step 60 on (C27)");
+  return out;
+}
+
 std::vector<PlotFile> train_figures(const TrainResult& b,
                                     const std::vector<SettingSummary>& summary) {
   std::vector<PlotFile> out;
@@ -263,8 +286,7 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
     for (size_t g = 0; g < story.size() && d_k == largest[task]; ++g) {
       const std::string where =
           task + ", d_k = " + std::to_string(d_k) + panel_suffix(g, story.size());
-      plot::Figure accuracy = figure(where + ": held-out accuracy", "training step", false,
-                                     "held-out accuracy (0 to 1)", false);
+      plot::Figure accuracy = figure(where, "training step", false, "held-out accuracy", false);
       accuracy.y.min = 0, accuracy.y.max = 1;
       for (const std::string& mode : story[g]) {
         plot::Series s = mode_series(mode);
@@ -274,29 +296,36 @@ std::vector<PlotFile> train_figures(const TrainResult& b,
         accuracy.series.push_back(s);
       }
       mechanism.push_back(accuracy);
-      plot::Figure entropy = key_layer_panel(b, task, d_k, key_layer(task) + " entropy",
-                                             "attention entropy / log(keys) (0 to 1)",
-                                             &LayerRow::entropy_norm, story[g], /*log_y=*/false);
+      plot::Figure entropy =
+          key_layer_panel(b, task, d_k, key_layer(task) + " entropy", "entropy / log(keys)",
+                          &LayerRow::entropy_norm, story[g], /*log_y=*/false);
       entropy.y.min = 0, entropy.y.max = 1;
       mechanism.push_back(entropy);
-      mechanism.push_back(key_layer_panel(b, task, d_k, key_layer(task) + " ||dL/dS||",
-                                          "||dL/dS||_F at the softmax's input",
+      mechanism.push_back(key_layer_panel(b, task, d_k, "at the softmax's input", "||dL/dS||",
                                           &LayerRow::grad_norm_logits, story[g]));
+      mechanism.push_back(key_layer_panel(b, task, d_k, "softmax passes on",
+                                          "||dL/dS|| / ||dL/dP||", &LayerRow::transmission,
+                                          story[g]));
+      plot::Figure key = key_layer_panel(b, task, d_k, "on the right key", "attention weight",
+                                         &LayerRow::correct_key_weight, story[g], false);
+      key.y.min = 0, key.y.max = 1;
+      mechanism.push_back(key);
     }
-  out.push_back(
-      {"entropy_and_logit_gradient.svg", plot::render_svg_grid(mechanism, 3, {.legend_once = true}),
-       "Why unscaled attention fails, a row per task at its largest d_k, against training "
-       "step: held-out accuracy; the normalised "
-       "entropy of the attention of the layer where the task looks its answer up (1: uniform, "
-       "0: one key); and the norm of the gradient that reaches that layer's scaled logits S, "
-       "the softmax's input (log y; dL/dW_Q carries the scale's factor once more, this does "
-       "not). reverse: the mean over seeds with its 95% interval; recall: every seed's run. "
-       "The layer is probed every 2 steps until step 50, then at every evaluation (10 steps). "
-       "The first row of a task holds unscaled attention, 1/sqrt(d_k), the control (unscaled, "
-       "W_Q and W_K started small) and none_reparam (the control learning W_Q and W_K "
-       "d_k^(-1/4) slower): the control and none_reparam start alike, and only the control's "
-       "entropy collapses (C21); unscaled attention's gradient at the scores starts as large "
-       "as 1/sqrt(d_k)'s and collapses in training (C20)."});
+  out.push_back({"entropy_and_logit_gradient.svg",
+                 plot::render_svg_grid(mechanism, 5, {.legend_once = true}),
+                 "What happens in the layer where each task looks its answer up, a row per task "
+                 "at its largest d_k, against training step: held-out accuracy; the normalised "
+                 "entropy of its attention (1: uniform, 0: one key); the norm of the gradient at "
+                 "its scaled logits S, the softmax's input (log y; dL/dW_Q carries the scale's "
+                 "factor once more, this does not); the share of the gradient at the softmax's "
+                 "output P that it passes on to S, ||dL/dS|| / ||dL/dP|| (log y); and the "
+                 "attention weight on the key that holds the answer. reverse: the mean over "
+                 "seeds with its 95% interval; recall: every seed's run. The layer is probed "
+                 "every 2 steps until step 50, then at every evaluation (10 steps). The first row "
+                 "of a task holds unscaled attention, 1/sqrt(d_k), the control (unscaled, W_Q "
+                 "and W_K started small) and none_reparam (the control learning W_Q and W_K "
+                 "d_k^(-1/4) slower). " +
+                     mechanism_caption(b)});
   std::vector<plot::Figure> finals;
   std::vector<std::string> tasks;
   for (const auto& [task, d_k] : settings)

@@ -100,10 +100,13 @@ TEST(StudyFlow, TheMechanismFigureHasARowPerSetting) {
     return p.name == "entropy_and_logit_gradient.svg";
   });
   ASSERT_NE(f, figures.end());
-  EXPECT_EQ(count(f->svg, ">held-out accuracy (0 to 1)<"), 2u * 2);  // tasks x groups of arms
-  EXPECT_EQ(count(f->svg, "d_k = 4"), 0u);                           // the largest d_k only
+  EXPECT_EQ(count(f->svg, ">held-out accuracy<"), 2u * 2);  // tasks x groups of arms
+  EXPECT_EQ(count(f->svg, "d_k = 4"), 0u);                  // the largest d_k only
   EXPECT_EQ(count(f->svg, ">dec1.self entropy<"), 2u);
-  EXPECT_EQ(count(f->svg, ">dec0.cross ||dL/dS||<"), 2u);
+  EXPECT_EQ(count(f->svg, ">dec0.cross entropy<"), 2u);
+  for (const char* panel :
+       {">at the softmax's input<", ">softmax passes on<", ">on the right key<"})
+    EXPECT_EQ(count(f->svg, panel), 2u * 2) << panel;
   for (const LayerRow& l : r.layers) EXPECT_GT(l.grad_norm_logits, 0) << l.layer << " " << l.step;
 }
 
