@@ -105,7 +105,7 @@ TEST(StudyFlow, TheMechanismFigureHasARowPerSetting) {
   EXPECT_EQ(count(f->svg, ">dec1.self entropy<"), 2u);
   EXPECT_EQ(count(f->svg, ">dec0.cross entropy<"), 2u);
   for (const char* panel :
-       {">at the softmax's input<", ">softmax passes on<", ">on the right key<"})
+       {">at the softmax&apos;s input<", ">softmax passes on<", ">on the right key<"})
     EXPECT_EQ(count(f->svg, panel), 2u * 2) << panel;
   for (const LayerRow& l : r.layers) EXPECT_GT(l.grad_norm_logits, 0) << l.layer << " " << l.step;
 }
