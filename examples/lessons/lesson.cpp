@@ -1,6 +1,7 @@
 #include "examples/lessons/lesson.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -34,6 +35,11 @@ double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& 
     for (int64_t t = 0; t < cols && b.tgt_out.at({i, t}) != nn::kPadToken; ++t, ++total)
       right += t < out.shape()[1] && out.at({i, t}) == b.tgt_out.at({i, t});
   return static_cast<double>(right) / static_cast<double>(total);
+}
+
+bool claim(const std::string& text, bool holds) {
+  std::printf("claim: %s: %s\n", text.c_str(), holds ? "holds" : "does not hold");
+  return holds;
 }
 
 void write_figure(const Lesson& lesson, const std::string& file, const std::string& text) {

@@ -34,6 +34,14 @@ std::string bar(double value, double max, int width = 40);
 // target tokens (padding aside) that come out right.
 double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b);
 
+// Prints one claim its page makes, computed from what the lesson measured:
+// "claim: <text>: holds" or "claim: <text>: does not hold". The text carries
+// no measured digits, so the line is the same on every machine where the
+// claim holds; the page quotes it, and ctest -L lessons fails a lesson that
+// prints "does not hold", or a claim its page does not quote, on whatever
+// kernels run it (tests/lesson_page.cmake). Returns holds.
+bool claim(const std::string& text, bool holds);
+
 // Writes text to <out>/<file> atomically (creating out) and prints
 // "figure: <path>". Throws cli::UsageError when out cannot be made.
 void write_figure(const Lesson& lesson, const std::string& file, const std::string& text);

@@ -202,6 +202,48 @@ std::vector<plot::Figure> training_comparison(const std::vector<nn::ScaleMode>& 
                 spread.back(), spread.back() / spread.front());
   }
 
+  // The claims, in terms that hold on every kernel path (a seed's digits may
+  // differ): modes are none, 1/sqrt, 1/(2 sqrt), 1/d_k in that order.
+  std::vector<double> mean_acc(modes.size(), 0.0);
+  for (size_t m = 0; m < modes.size(); ++m)
+    for (const TrainRun& r : runs[m]) mean_acc[m] += r.accuracy / 3;
+  bool none_last = true, inv_dk_below = true;
+  for (int64_t s = 0; s < 3; ++s) {
+    for (size_t m = 1; m < modes.size(); ++m)
+      none_last = none_last && runs[0][s].accuracy < runs[m][s].accuracy;
+    inv_dk_below = inv_dk_below && runs[3][s].accuracy < runs[1][s].accuracy &&
+                   runs[3][s].accuracy < runs[2][s].accuracy;
+  }
+  lessons::claim(
+      "in the mean over seeds, 1/sqrt(d_k) is first, 1/(2 sqrt(d_k)) within 0.02, "
+      "then 1/d_k, then none",
+      mean_acc[1] > mean_acc[2] && mean_acc[1] - mean_acc[2] < 0.02 && mean_acc[2] > mean_acc[3] &&
+          mean_acc[3] > mean_acc[0]);
+  lessons::claim("at every seed, none is behind all three scales, and 1/d_k behind both sqrt ones",
+                 none_last && inv_dk_below);
+  const auto at = [&](size_t m, std::vector<double> TrainRun::*field, size_t i) {
+    return mean_over_seeds(m, field)[i];
+  };
+  const size_t last = runs[0][0].losses.size() - 1, step_100 = 100 / kEvalEvery;
+  lessons::claim("at step 100, 1/d_k's held-out loss is over twice 1/sqrt(d_k)'s",
+                 at(3, &TrainRun::losses, step_100) > 2 * at(1, &TrainRun::losses, step_100));
+  lessons::claim(
+      "at the end, the cross-attention is flatter the smaller the scale, 1/d_k's "
+      "above 1 nat",
+      at(0, &TrainRun::entropies, last) < at(1, &TrainRun::entropies, last) &&
+          at(1, &TrainRun::entropies, last) < at(2, &TrainRun::entropies, last) &&
+          at(2, &TrainRun::entropies, last) < at(3, &TrainRun::entropies, last) &&
+          at(3, &TrainRun::entropies, last) > 1);
+  const auto grown = [&](size_t m) {
+    return at(m, &TrainRun::spreads, last) / at(m, &TrainRun::spreads, 0);
+  };
+  lessons::claim(
+      "1/(2 sqrt(d_k))'s spread grows more than 1/sqrt(d_k)'s yet ends smaller; "
+      "1/d_k's grows most and ends smallest",
+      grown(2) > grown(1) && at(2, &TrainRun::spreads, last) < at(1, &TrainRun::spreads, last) &&
+          grown(3) > std::max({grown(0), grown(1), grown(2)}) &&
+          at(3, &TrainRun::spreads, last) < at(2, &TrainRun::spreads, last));
+
   std::vector<double> steps;
   for (int64_t step = 0; step <= kTrainSteps; step += kEvalEvery)
     steps.push_back(static_cast<double>(step));
@@ -277,6 +319,29 @@ int run(int argc, char** argv) {
     std::printf("  %-16s %7.4f  %s    %s\n", labels[m].c_str(), lost, predicted,
                 lessons::bar(lost, 0.6, 30).c_str());
   }
+
+  bool sqrt_flat = true, none_grows = true, inv_dk_shrinks = true, inv_dk_to_uniform = true;
+  for (size_t i = 0; i < d_ks.size(); ++i) {
+    sqrt_flat = sqrt_flat && std::abs(stats[1][i].spread - 1) < 0.05 &&
+                std::abs(stats[2][i].spread - 0.5) < 0.025;
+    if (i == 0) continue;
+    none_grows = none_grows && stats[0][i].spread > stats[0][i - 1].spread;
+    inv_dk_shrinks = inv_dk_shrinks && stats[3][i].spread < stats[3][i - 1].spread;
+    inv_dk_to_uniform = inv_dk_to_uniform && stats[3][i].entropy > stats[3][i - 1].entropy;
+  }
+  lessons::claim(
+      "only the sqrt scales keep the spread (1 and 1/2, within 5%) at every d_k; "
+      "none's grows, 1/d_k's shrinks",
+      sqrt_flat && none_grows && inv_dk_shrinks);
+  bool predicted = true;  // log 64 - H against sigma^2 / 2 at d_k 1024, where sigma <= 1
+  for (size_t m = 1; m < modes.size(); ++m) {
+    const double sigma = std::sqrt(static_cast<double>(d_ks.back())) * modes[m].value(d_ks.back());
+    const double lost = uniform - stats[m].back().entropy;
+    predicted = predicted && std::abs(lost / (sigma * sigma / 2) - 1) < 0.1;
+  }
+  lessons::claim("with 1/d_k the softmax is nearer uniform at every larger d_k", inv_dk_to_uniform);
+  lessons::claim("log 64 - H is sigma^2 / 2 within 10% for the three scales with sigma <= 1",
+                 predicted);
 
   std::vector<double> x(d_ks.begin(), d_ks.end());
   plot::Figure entropy{.title = "Softmax entropy over 64 keys",

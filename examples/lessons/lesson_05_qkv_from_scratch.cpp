@@ -142,11 +142,16 @@ int run(int argc, char** argv) {
 
   std::printf("\nthe strength of W_Q sets how sharp the lookup is:\n");
   std::printf("strength  score(sun)  weight(sun)  output\n");
+  std::vector<double> outputs;  // "? sun"'s output at each strength
   for (double strength : {1.0, 2.0, 8.0, 32.0}) {
     const Attended a = attend(hand_written(strength), queries, entries);
     std::printf("%8.0f  %10.2f  %11.3f  %6.2f\n", strength, a.scores.at({sun, sun}),
                 a.weights.at({sun, sun}), a.out.at({sun, 0}));
+    outputs.push_back(a.out.at({sun, 0}));
   }
+  lessons::claim("the output nears 7 as the strength grows, and is 7 within 0.01 at 32",
+                 outputs[0] < outputs[1] && outputs[1] < outputs[2] && outputs[2] < outputs[3] &&
+                     std::abs(outputs[3] - 7) < 0.01);
 
   // Learned: the same three matrices from random starts, fitted by Adam to
   // random tables with the mean squared error of the output.
@@ -182,6 +187,12 @@ int run(int argc, char** argv) {
   }
   std::printf("\nlearned, the same query \"? sun\" on the same entries:\n");
   print_query(after, sun);
+  bool diagonal = true;  // each question puts most of its weight on the key it asks for
+  for (int64_t i = 0; i < kNames; ++i) diagonal = diagonal && after.weights.at({i, i}) > 0.9;
+  lessons::claim(
+      "learned, every question puts over 0.9 of its weight on the key it asks for, "
+      "and \"? sun\" answers 7 within 0.1",
+      diagonal && std::abs(after.out.at({sun, 0}) - 7) < 0.1);
   plot::HeatmapOptions options{
       .matrix_size = 180,
       .title = {

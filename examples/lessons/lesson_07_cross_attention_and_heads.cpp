@@ -208,6 +208,7 @@ int run(int argc, char** argv) {
   const std::vector<double> mirror =
       mean_weight_on(mean_heads.unsqueeze(0), 6, [](int64_t i) { return 5 - i; });
   std::printf("mean weight of output i on source 5 - i: %.2f\n", mirror[0]);
+  lessons::claim("output i reads source 5 - i: over 0.8 of its weight on average", mirror[0] > 0.8);
 
   // 2. Two reads per output: one head against two at the same width.
   std::printf("\ntwo reads: at each t name the pair (x_{t-1}, x_{t-3}), one token of 256;\n");
@@ -243,6 +244,31 @@ int run(int argc, char** argv) {
                 lessons::bar(hi, 1.0, 20).c_str());
   }
 
+  // Two heads ahead of one at every seed, and from step 150 on, every run.
+  bool ahead = true, apart = true;
+  double spread = 0, worst_two = 0, best_one = INFINITY;
+  for (size_t s = 0; s < 3; ++s)
+    ahead = ahead && runs[1][s].losses.back() < runs[0][s].losses.back() &&
+            runs[1][s].accuracy >= runs[0][s].accuracy;
+  for (size_t i = 2; i < runs[0][0].losses.size(); ++i)  // steps 150, 200, 250
+    for (const PairRun& one : runs[0])
+      for (const PairRun& two : runs[1]) apart = apart && two.losses[i] < one.losses[i];
+  for (size_t h = 0; h < 2; ++h) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const PairRun& r : runs[h])
+      lo = std::min(lo, r.losses.back()), hi = std::max(hi, r.losses.back());
+    spread = std::max(spread, hi - lo);
+    if (h == 0) best_one = lo;
+    if (h == 1) worst_two = hi;
+  }
+  lessons::claim(
+      "two heads end with a lower held-out loss than one, and no worse accuracy, "
+      "at every seed",
+      ahead);
+  lessons::claim("from step 150 on, every one-head run is behind every two-head run", apart);
+  lessons::claim("the gap between the two is over three times the widest seed-to-seed spread",
+                 best_one - worst_two > 3 * spread);
+
   std::printf("\nwhere each head looks at step %lld (seed %lld): weight of the query at t on\n",
               static_cast<long long>(kPairSteps), static_cast<long long>(lesson.seed));
   std::printf("the token k back, mean over t >= 3 and the held-out set\n");
@@ -255,6 +281,17 @@ int run(int argc, char** argv) {
       std::printf("\n");
     }
   }
+  const auto one = weight_by_offset(runs[0][0].weights)[0];
+  const auto two = weight_by_offset(runs[1][0].weights);
+  // Each of the two heads on one of the two tokens, whichever it is.
+  const bool own = std::max(two[0][1], two[1][1]) > 0.9 && std::max(two[0][3], two[1][3]) > 0.9 &&
+                   (two[0][1] > 0.9) != (two[1][1] > 0.9);
+  lessons::claim(
+      "with two heads, one puts over 0.9 on the token 1 back and the other over 0.9 "
+      "on the token 3 back",
+      own);
+  lessons::claim("the one head splits its weight unequally between the two, each over 0.2",
+                 one[1] > 0.2 && one[3] > 0.2 && std::abs(one[1] - one[3]) > 0.05);
 
   // The figure: the reverse model's two cross-attention heads, then every
   // head of the two-reads models (seed --seed) on the first held-out sequence.
