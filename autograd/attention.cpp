@@ -8,6 +8,7 @@
 // than q, k and v together.
 #include <limits>
 
+#include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "autograd/reference.h"
 #include "tensor/kernels/attention.h"
@@ -51,7 +52,9 @@ Shape check_attention(const char* op, const Variable& q, const Variable& k, cons
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                          const Tensor& mask) {
   const Shape common = check_attention("fused_attention", q, k, v, mask);
-  if (reference_ops()) return fused_attention_reference(q, k, v, scale, mask);
+  // Under a GraphCapture too: a drawing shows the softmax, not one fused box.
+  if (reference_ops() || current_graph_capture())
+    return fused_attention_reference(q, k, v, scale, mask);
   // The kernels take one set of batch axes: broadcast ones are expanded here
   // (views) and their gradients summed back below.
   const auto expanded = [&](const Variable& x) {

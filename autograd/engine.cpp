@@ -118,7 +118,7 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     if (grads.size() != node.inputs.size())
       fail("backward of '", node.name, "': returned ", grads.size(), " gradients for ",
            node.inputs.size(), " inputs");
-    if (GraphCapture* capture = current_graph_capture()) capture->note_gradients(&node, grads);
+    if (GraphCapture* capture = current_graph_capture()) capture->note_gradients(&node, g, grads);
     for (size_t i = 0; i < grads.size(); ++i) {
       VariableImpl* input = node.inputs[i].get();
       if (!input || !grads[i].defined()) continue;

@@ -100,7 +100,8 @@ HeadGrads run_head(int64_t d_k, double s, uint64_t seed, const std::string& titl
   Variable q = matmul(x, w_q), k = matmul(x, w_k), v = matmul(x, w_v);
   Variable scores = matmul(q, transpose(k, 0, 1)) * s;  // (T, T); s = 1 is still an op
   Variable p = softmax(scores, -1);
-  Variable loss = sum(matmul(p, v) * g);
+  Variable weighted = matmul(p, v) * g;  // out * G
+  Variable loss = sum(weighted);
   // Intermediates keep no gradient unless asked (autograd/variable.h).
   scores.retain_grad();
   q.retain_grad();
@@ -122,11 +123,13 @@ HeadGrads run_head(int64_t d_k, double s, uint64_t seed, const std::string& titl
   r.d_wv = norm(w_v.grad());
   // The backward of S = s q k^T with respect to q, by hand.
   r.check = max(abs(sub(mul(matmul(scores.grad(), k.data()), s), q.grad()))).item();
-  r.graph_svg = to_svg(
-      loss,
-      {.capture = &capture,
-       .names = {{w_q.impl().get(), "W_Q"}, {w_k.impl().get(), "W_K"}, {w_v.impl().get(), "W_V"}},
-       .title = title});
+  r.graph_svg = to_svg(loss, {.capture = &capture,
+                              .names = {{w_q.impl().get(), "W_Q"},
+                                        {w_k.impl().get(), "W_K"},
+                                        {w_v.impl().get(), "W_V"},
+                                        {scores.impl().get(), "S = s q k^T"},
+                                        {weighted.impl().get(), "out * G"}},
+                              .title = title});
   return r;
 }
 
