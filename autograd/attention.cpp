@@ -52,8 +52,9 @@ Shape check_attention(const char* op, const Variable& q, const Variable& k, cons
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                          const Tensor& mask) {
   const Shape common = check_attention("fused_attention", q, k, v, mask);
-  // Under a GraphCapture too: a drawing shows the softmax, not one fused box.
-  if (reference_ops() || current_graph_capture())
+  // Under a GraphCapture too, where it records a graph: a drawing shows the
+  // softmax, not one fused box. (A no-grad pass records nothing to draw.)
+  if (reference_ops() || (current_graph_capture() && grad_enabled()))
     return fused_attention_reference(q, k, v, scale, mask);
   // The kernels take one set of batch axes: broadcast ones are expanded here
   // (views) and their gradients summed back below.

@@ -20,10 +20,10 @@
 // which every softmax row ignores; a product with 0) is a zero by structure,
 // not a vanished gradient: grey, dotted, "~0".
 //
-// While a capture lives, fused_attention runs as its composed reference
-// (autograd/attention.cpp), so that a drawing shows the scale, the mask, the
-// softmax and the two products, each edge with its gradient; the two paths'
-// gradients agree to rounding (tests/autograd/attention_test.cpp).
+// While a capture lives and gradients are on, fused_attention runs as its
+// composed reference (autograd/attention.cpp), so that a drawing shows the
+// scale, the mask, the softmax and the two products, each edge with its
+// gradient; the two paths' gradients agree to rounding (Graph.ACapture...).
 //
 // Inputs that require no grad (data, masks) are not in the graph: no
 // gradient flows to them. A capture sees the ops of its own thread only
