@@ -168,6 +168,8 @@ double edge_width(double norm, const NormRange& range);
 
 // to_svg with the widths spanning `range` rather than the graph's own norms:
 // drawings set side by side pass one range, so one width means one norm.
-std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range);
+// Rows wrap at max_width; without the legend, the caller draws one for all.
+std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range,
+                   double max_width = 2400, bool legend = true);
 
 }  // namespace gradflow

@@ -10,7 +10,7 @@
 //     in the layer before (then after), a few sweeps: fewer crossings;
 //  3. boxes as wide as their text (estimated: no font engine here), layers
 //     centred on one another, edges as curves from right side to left side;
-//  4. the layers cut into rows no wider than a screen (kMaxWidth), read like
+//  4. the layers cut into rows no wider than a screen (max_width), read like
 //     text: an edge that crosses to the next row turns down at the row's end
 //     and runs back left, under the row, to the next row's start.
 #include <algorithm>
@@ -26,8 +26,7 @@ namespace {
 
 constexpr double kFont = 11, kCharWidth = 0.6 * kFont;  // an average sans-serif glyph
 constexpr double kBoxHeight = 30, kRowGap = 6, kColumnGap = 48, kMargin = 20;
-constexpr double kHeader = 124;               // title and legend
-constexpr double kMaxWidth = 2400;            // a row of layers is no wider than a screen
+constexpr double kHeader = 124, kTitle = 36;  // title and legend; title alone
 constexpr double kLane = 2.5, kBandGap = 18;  // under a row: a lane per edge running back
 // Below this share of the largest norm an edge is drawn in the warning
 // colour: the gradient has, for practical purposes, stopped there.
@@ -83,7 +82,7 @@ struct Layout {
 
 constexpr double kDummyPitch = 12;  // the room a passing edge takes in a layer
 
-Layout lay_out(const Graph& g) {
+Layout lay_out(const Graph& g, double max_width, double header) {
   const size_t n = g.nodes.size();
   std::vector<std::vector<size_t>> in(n), out(n);
   for (const GraphEdge& e : g.edges) in[e.to].push_back(e.from), out[e.from].push_back(e.to);
@@ -146,7 +145,7 @@ Layout lay_out(const Graph& g) {
 
   // Coordinates: each layer a column as wide as its widest box, its boxes
   // and passing edges stacked and centred on the tallest layer of its row;
-  // a row ends where the next column would pass kMaxWidth.
+  // a row ends where the next column would pass max_width.
   l.x.assign(total, 0), l.y.assign(total, 0), l.width.assign(total, 0), l.height.assign(total, 0);
   auto slot = [&](size_t i) { return i < n ? kBoxHeight + kRowGap : kDummyPitch; };
   std::vector<double> stack(depth, 0), columns(depth, 16);
@@ -159,7 +158,7 @@ Layout lay_out(const Graph& g) {
   std::vector<double> tallest(1, 0), crossing(1, 0);  // per row
   double run = 0;                                     // the row's width so far
   for (size_t k = 0; k < depth; ++k) {
-    if (k > 0 && kMargin + run + columns[k] + kMargin > kMaxWidth)
+    if (k > 0 && kMargin + run + columns[k] + kMargin > max_width)
       tallest.push_back(0), crossing.push_back(0), run = 0;
     l.band_of[k] = tallest.size() - 1;
     tallest.back() = std::max(tallest.back(), stack[k]);
@@ -168,7 +167,7 @@ Layout lay_out(const Graph& g) {
   for (size_t k = 0; k + 1 < depth; ++k)  // links from a row's last layer run back under it
     if (l.band_of[k + 1] != l.band_of[k])
       for (size_t i : l.layers[k]) crossing[l.band_of[k]] += static_cast<double>(out2[i].size());
-  std::vector<double> band_top(tallest.size(), kHeader);
+  std::vector<double> band_top(tallest.size(), header);
   for (size_t b = 0; b < tallest.size(); ++b) {
     if (b > 0) band_top[b] = l.band_bottom.back() + kBandGap + kLane * crossing[b - 1];
     l.band_bottom.push_back(band_top[b] + tallest[b]);
@@ -192,7 +191,7 @@ Layout lay_out(const Graph& g) {
     left += column + kColumnGap;
   }
   l.total_width = std::max(widest, 500.0);
-  l.total_height = (depth ? l.band_bottom.back() : kHeader) + kMargin;
+  l.total_height = (depth ? l.band_bottom.back() : header) + kMargin;
   return l;
 }
 
@@ -235,8 +234,9 @@ std::string to_svg(const Graph& graph, const std::string& title) {
   return to_svg(graph, title, norm_range(graph));
 }
 
-std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range) {
-  const Layout l = lay_out(graph);
+std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range,
+                   double max_width, bool legend) {
+  const Layout l = lay_out(graph, max_width, legend ? kHeader : kTitle);
   bool any_norm = false;
   for (const GraphEdge& e : graph.edges) any_norm = any_norm || !std::isnan(e.grad_norm);
 
@@ -247,7 +247,7 @@ std::string to_svg(const Graph& graph, const std::string& title, const NormRange
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out += "<text x=\"" + num(kMargin) + "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">" +
          escape(title.empty() ? "Computation graph" : title) + "</text>\n";
-  draw_legend(out, range, any_norm);
+  if (legend) draw_legend(out, range, any_norm);
 
   // Edges first, under the boxes; their labels after the boxes, on top.
   std::string labels;
@@ -287,7 +287,7 @@ std::string to_svg(const Graph& graph, const std::string& title, const NormRange
               " " + num(lane) + " C" + num(x2 - 24) + " " + num(lane) + " " + num(x2 - 24) + " " +
               num(y2) + " " + num(x2) + " " + num(y2) + " ";
       d += " M" + num(x2) + " " + num(y2);
-      if (p == 1) mx = x1 + 12, my = y1 + 10;
+      if (p == 1) mx = x1 - 30, my = lane - 3;  // on the lane, at the row's end
     }
     const bool known = !std::isnan(e.grad_norm), zero = known && e.structural_zero;
     const bool vanished = known && !zero && !(e.grad_norm > kVanished * range.hi);
