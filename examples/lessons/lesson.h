@@ -17,7 +17,7 @@
 namespace gradflow::lessons {
 
 struct Lesson {
-  std::string name;  // "01_dot_product_variance"
+  std::string name;  // "05_dot_product_variance"
   std::string out;   // where its figures go
   int64_t seed = 0;
 };

@@ -1,4 +1,4 @@
-// Lesson 9: what the scale does to training, and why the optimizer matters.
+// Lesson 13: what the scale does to training, and why the optimizer matters.
 //
 // Four small encoder-decoders learn to reverse digit sequences with one head
 // of d_k 128: unscaled (s = 1) or with 1/sqrt(d_k), each under AdamW and
@@ -7,7 +7,7 @@
 // (dL/dS) is small; SGD moves W_Q by the gradient itself, so it barely moves,
 // while Adam divides each step by the gradient's own size, so it moves W_Q
 // as far either way, and partly rescues the unscaled model.
-// Page: docs/lessons/09_training_with_the_scale.md.
+// Page: docs/lessons/13_training_with_the_scale.md.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -98,13 +98,13 @@ Run train(const std::string& scale, const std::string& optimizer_name, int64_t s
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_09_training_with_the_scale",
-                      "Lesson 9: unscaled attention at d_k 128 against 1/sqrt(d_k), under AdamW "
+  cli::ArgParser args("lesson_13_training_with_the_scale",
+                      "Lesson 13: unscaled attention at d_k 128 against 1/sqrt(d_k), under AdamW "
                       "and under SGD: the gradient at the scores, how far W_Q moves, accuracy.");
   int64_t steps = 300;
   args.add("--steps", &steps, "training steps of each of the four runs").min(10).max(100000);
   const lessons::Lesson lesson =
-      lessons::parse_lesson(args, "09_training_with_the_scale", argc, argv);
+      lessons::parse_lesson(args, "13_training_with_the_scale", argc, argv);
 
   std::printf("reverse 2 to 6 digits; d_model 32, one head of d_k 128; %lld steps of %lld\n\n",
               static_cast<long long>(steps), static_cast<long long>(kBatch));

@@ -1,8 +1,8 @@
-// Lesson 4: why 1/sqrt(d_k), and not 1/d_k or 1/(2 sqrt(d_k)).
+// Lesson 8: why 1/sqrt(d_k), and not 1/d_k or 1/(2 sqrt(d_k)).
 //
-// The scaled score s q.k has spread s sqrt(d_k) (lesson 1). For s = d_k^-a
+// The scaled score s q.k has spread s sqrt(d_k) (lesson 5). For s = d_k^-a
 // that is d_k^(1/2 - a): only a = 1/2 keeps it the same at every head size.
-// Without scaling (a = 0) it grows and the softmax saturates (lesson 2);
+// Without scaling (a = 0) it grows and the softmax saturates (lesson 6);
 // with 1/d_k (a = 1) it shrinks as 1/sqrt(d_k), and the softmax drifts
 // towards uniform: attention loses its focus before training starts. A
 // constant factor, 1/(2 sqrt(d_k)), keeps the spread fixed at 1/2: flatter
@@ -14,7 +14,7 @@
 // with each scale (one head of d_k 256, three seeds) learns to reverse
 // digits, and the lesson prints what training made of each start: held-out
 // loss and accuracy, and the cross-attention's entropy over the steps.
-// Page: docs/lessons/04_why_not_d_k.md.
+// Page: docs/lessons/08_why_not_d_k.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -57,7 +57,7 @@ ModeStats stats_of(const Tensor& scores, double scale) {
 }
 
 // The training comparison: reverse 2 to 6 digits with one head of d_k 64,
-// as lesson 9's model, under AdamW; only the scale differs between runs.
+// as lesson 13's model, under AdamW; only the scale differs between runs.
 const nn::ToyTaskConfig kReverse{.task = "reverse", .n_symbols = 10, .min_len = 2, .max_len = 6};
 constexpr int64_t kTrainSteps = 300, kEvalEvery = 50, kTrainDk = 256;
 
@@ -271,10 +271,10 @@ std::vector<plot::Figure> training_comparison(const std::vector<nn::ScaleMode>& 
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_04_why_not_d_k",
-                      "Lesson 4: 1/sqrt(d_k) keeps the softmax the same at every d_k; 1/d_k "
+  cli::ArgParser args("lesson_08_why_not_d_k",
+                      "Lesson 8: 1/sqrt(d_k) keeps the softmax the same at every d_k; 1/d_k "
                       "flattens it to uniform as d_k grows; then each scale in training.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "04_why_not_d_k", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "08_why_not_d_k", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
   const std::vector<nn::ScaleMode> modes = {"none", "inv_sqrt_dk", "inv_2sqrt_dk", "inv_dk"};

@@ -1,7 +1,7 @@
-// Lesson 2: what a spread of sqrt(d_k) does to the softmax, and why overflow
+// Lesson 6: what a spread of sqrt(d_k) does to the softmax, and why overflow
 // is not the reason to scale.
 //
-// Lesson 1 showed that q.k has spread sqrt(d_k). Here the scores of one
+// Lesson 5 showed that q.k has spread sqrt(d_k). Here the scores of one
 // query against 64 keys go through a softmax, unscaled and divided by
 // sqrt(d_k), and the lesson measures how peaked the weights are: the
 // largest weight (1/64 = 0.016 if uniform, 1 if one-hot) and the entropy
@@ -13,7 +13,7 @@
 // softmax subtracts the row's largest logit first, which changes nothing
 // mathematically and keeps every exponential at most 1. So large logits are
 // handled whatever the scale; saturation is the real problem.
-// Page: docs/lessons/02_softmax_saturation.md.
+// Page: docs/lessons/06_softmax_saturation.md.
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -80,10 +80,10 @@ std::string row_text(const Tensor& t) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_02_softmax_saturation",
-                      "Lesson 2: without scaling the softmax turns one-hot as d_k grows; "
+  cli::ArgParser args("lesson_06_softmax_saturation",
+                      "Lesson 6: without scaling the softmax turns one-hot as d_k grows; "
                       "overflow is not the reason to scale.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "02_softmax_saturation", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "06_softmax_saturation", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
   std::printf("one query against %lld keys, q and k N(0, 1) with d_k entries;\n",

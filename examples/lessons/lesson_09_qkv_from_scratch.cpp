@@ -1,4 +1,4 @@
-// Lesson 5: Q, K and V from scratch, on a lookup small enough to do by hand.
+// Lesson 9: Q, K and V from scratch, on a lookup small enough to do by hand.
 //
 // Four entry tokens each carry a name (cat, dog, sun, sea) and a value; a
 // query token asks "which value has sun?". Three matrices turn tokens into
@@ -8,7 +8,7 @@
 // key on top, the softmax turns them into weights, and the output is the
 // weights' mix of the values: nearly sun's value. First the matrices are
 // written by hand, then Adam learns them from random starts on random tables.
-// Page: docs/lessons/05_qkv_from_scratch.md.
+// Page: docs/lessons/09_qkv_from_scratch.md.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -123,10 +123,10 @@ plot::Heatmap weight_map(const std::string& title, const Attended& a) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_05_qkv_from_scratch",
-                      "Lesson 5: queries, keys and values on a four-entry lookup, written by hand "
+  cli::ArgParser args("lesson_09_qkv_from_scratch",
+                      "Lesson 9: queries, keys and values on a four-entry lookup, written by hand "
                       "and then learned.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "05_qkv_from_scratch", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "09_qkv_from_scratch", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
   const Variable queries(query_tokens()), entries(entry_tokens(kTable));
   const int64_t sun = 2;

@@ -1,4 +1,4 @@
-// Lesson 7: cross-attention, and why a layer has several heads.
+// Lesson 11: cross-attention, and why a layer has several heads.
 //
 // In an encoder-decoder the decoder's cross-attention takes its queries from
 // the decoder (the output being written) and its keys and values from the
@@ -15,7 +15,7 @@
 // layer, so no earlier layer can fetch a token for it): at each position t,
 // name the ordered pair (x_{t-1}, x_{t-3}). One head against two, same
 // width, parameters, data and steps, three seeds.
-// Page: docs/lessons/07_cross_attention_and_heads.md.
+// Page: docs/lessons/11_cross_attention_and_heads.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -179,11 +179,11 @@ std::vector<std::vector<double>> weight_by_offset(const Tensor& w) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_07_cross_attention_and_heads",
-                      "Lesson 7: cross-attention reads the input in the order the output needs; "
+  cli::ArgParser args("lesson_11_cross_attention_and_heads",
+                      "Lesson 11: cross-attention reads the input in the order the output needs; "
                       "one head against two where every output needs two tokens at once.");
   const lessons::Lesson lesson =
-      lessons::parse_lesson(args, "07_cross_attention_and_heads", argc, argv);
+      lessons::parse_lesson(args, "11_cross_attention_and_heads", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
   // 1. Reverse, as examples/minimal_train.cpp: 2 heads of d_k 16.

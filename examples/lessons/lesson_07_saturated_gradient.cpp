@@ -1,4 +1,4 @@
-// Lesson 3: the gradient through a saturated softmax.
+// Lesson 7: the gradient through a saturated softmax.
 //
 // The softmax's Jacobian is dp/dx = diag(p) - p p^T. It is 0 for a one-hot p
 // and has entries of order 1/n for a uniform p over n keys, so a saturated
@@ -15,7 +15,7 @@
 // dL/dq = s (dL/dS) k: the factor s missing from the forward pass is missing
 // from the backward pass too, so unscaled, dL/dq and the W_Q gradient come
 // out many times larger, not smaller. Comparing W_Q gradients alone misleads.
-// Page: docs/lessons/03_saturated_gradient.md.
+// Page: docs/lessons/07_saturated_gradient.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -86,7 +86,7 @@ struct HeadGrads {
 // same for both scales): q = x W_Q, k = x W_K, v = x W_V, S = s q k^T,
 // out = softmax(S) v, and the loss L = sum(out * G) for a fixed random G, so
 // that dL/dout = G whatever the scale. W is N(0, 1/d_k): q and k then have
-// entries of variance about 1, as in lessons 1 and 2.
+// entries of variance about 1, as in lessons 5 and 6.
 HeadGrads run_head(int64_t d_k, double s, uint64_t seed, const std::string& title) {
   Generator gen(seed);
   const double w_std = 1 / std::sqrt(static_cast<double>(d_k));
@@ -134,10 +134,10 @@ HeadGrads run_head(int64_t d_k, double s, uint64_t seed, const std::string& titl
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_03_saturated_gradient",
-                      "Lesson 3: the softmax Jacobian diag(p) - p p^T and the gradient through "
+  cli::ArgParser args("lesson_07_saturated_gradient",
+                      "Lesson 7: the softmax Jacobian diag(p) - p p^T and the gradient through "
                       "a saturated attention head.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "03_saturated_gradient", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "07_saturated_gradient", argc, argv);
   const uint64_t seed = static_cast<uint64_t>(lesson.seed);
 
   // Part 1: the Jacobian alone, for p from uniform to one-hot over 64 keys.

@@ -1,11 +1,11 @@
-// Lesson 1: the dot product's variance, the reason attention scales at all.
+// Lesson 5: the dot product's variance, the reason attention scales at all.
 //
 // q and k are vectors of d_k independent entries, each of mean 0 and
 // variance 1 (what a layer's input and initialisation aim for). Their dot
 // product q.k = sum_i q_i k_i adds d_k terms of variance 1 each, so its
 // variance is d_k and its spread sqrt(d_k): the larger the head, the larger
 // the scores the softmax sees. Dividing by sqrt(d_k) undoes exactly that.
-// Page: docs/lessons/01_dot_product_variance.md.
+// Page: docs/lessons/05_dot_product_variance.md.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -28,10 +28,10 @@ double dot_product_std(int64_t d_k, int64_t draws, Generator& gen) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_01_dot_product_variance",
-                      "Lesson 1: the spread of q.k grows as sqrt(d_k); dividing by sqrt(d_k) "
+  cli::ArgParser args("lesson_05_dot_product_variance",
+                      "Lesson 5: the spread of q.k grows as sqrt(d_k); dividing by sqrt(d_k) "
                       "brings it back to 1.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "01_dot_product_variance", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "05_dot_product_variance", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
   const int64_t draws = 20000;
 

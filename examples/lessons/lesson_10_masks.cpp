@@ -1,4 +1,4 @@
-// Lesson 6: the causal mask and the padding mask, and what goes wrong without one.
+// Lesson 10: the causal mask and the padding mask, and what goes wrong without one.
 //
 // A mask hides keys from queries: the softmax gives a hidden key weight 0
 // (its score is set to -inf first). The causal mask hides every later
@@ -8,7 +8,7 @@
 // teacher-forced loss falls below what is possible, and it cannot generate,
 // because when it generates, the next token is not there to read. The padding
 // mask hides the filler that makes sequences of unequal length one batch.
-// Page: docs/lessons/06_masks.md.
+// Page: docs/lessons/10_masks.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -111,10 +111,10 @@ Trained train(bool causal, const Tensor& example, Generator& gen) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_06_masks",
-                      "Lesson 6: the causal mask keeps a position from seeing later ones; the "
+  cli::ArgParser args("lesson_10_masks",
+                      "Lesson 10: the causal mask keeps a position from seeing later ones; the "
                       "padding mask hides filler.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "06_masks", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "10_masks", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
   // 1. The masks, and the weights they leave: causal plus padding on a

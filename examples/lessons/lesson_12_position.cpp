@@ -1,4 +1,4 @@
-// Lesson 8: attention does not know the order of its inputs.
+// Lesson 12: attention does not know the order of its inputs.
 //
 // Self-attention compares every token with every other by content alone:
 // q_i . k_j and v_j depend on what tokens i and j are, not on where they
@@ -9,7 +9,7 @@
 // learned table, positional = "learned") breaks the symmetry. A causal mask
 // breaks it too: query t sees t + 1 keys, so even a decoder with
 // positional = "none" can tell where it is.
-// Page: docs/lessons/08_position.md.
+// Page: docs/lessons/12_position.md.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -72,10 +72,10 @@ double accuracy(const Variable& logits, const Tensor& labels) {
 }
 
 int run(int argc, char** argv) {
-  cli::ArgParser args("lesson_08_position",
-                      "Lesson 8: without positions, attention cannot tell one order of its "
+  cli::ArgParser args("lesson_12_position",
+                      "Lesson 12: without positions, attention cannot tell one order of its "
                       "inputs from another.");
-  const lessons::Lesson lesson = lessons::parse_lesson(args, "08_position", argc, argv);
+  const lessons::Lesson lesson = lessons::parse_lesson(args, "12_position", argc, argv);
   Generator gen(static_cast<uint64_t>(lesson.seed));
 
   // 1. Permute the input, compare the outputs (untrained models).
