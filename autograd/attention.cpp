@@ -88,7 +88,7 @@ Variable fused_attention_reference(const Variable& q, const Variable& k, const V
 // the ops of this folder, each with its own backward: read this one first.
 // fused_attention above is the fast path, and this is what it is tested
 // against.
-#ifndef GRADFLOW_EXERCISES  // exercise 4: docs/exercises/04_composed_attention.md
+#ifndef GRADFLOW_EXERCISES  // exercise 6: docs/exercises/06_composed_attention.md
 Variable composed_attention(const Variable& q, const Variable& k, const Variable& v, double scale,
                             const Tensor& mask,
                             const std::function<Variable(const Variable&)>& transform,

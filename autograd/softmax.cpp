@@ -19,7 +19,7 @@ namespace gradflow {
 // goes one-hot and its scores stop learning
 // (docs/lessons/07_saturated_gradient.md).
 Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
-#ifndef GRADFLOW_EXERCISES  // exercise 3: docs/exercises/03_softmax_backward.md
+#ifndef GRADFLOW_EXERCISES  // exercise 5: docs/exercises/05_softmax_backward.md
 Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis) {
   Tensor dot = sum(mul(g, y), {axis}, true);
   return map_ternary(y, g, dot, "softmax_backward",

@@ -1,5 +1,5 @@
-// Exercise 4: attention from the differentiable ops
-// (docs/exercises/04_composed_attention.md). The exercise build compiles this
+// Exercise 6: attention from the differentiable ops
+// (docs/exercises/06_composed_attention.md). The exercise build compiles this
 // in place of composed_attention in autograd/attention.cpp, the solution.
 //
 // q (..., T, D), k (..., S, D), v (..., S, Dv) -> (..., T, Dv):
@@ -9,7 +9,7 @@
 //   out     = weights v
 // and, if kept is not null, *kept = {logits (before the mask), weights}.
 // Every op you need is in autograd/ops.h; autograd builds the backward.
-// Grade: ctest --test-dir build-ex -L exercises -R 04
+// Grade: ctest --test-dir build-ex -L exercises -R 06
 #include <limits>
 
 #include "autograd/ops.h"
@@ -22,7 +22,7 @@ Variable composed_attention(const Variable& q, const Variable& k, const Variable
                             const std::function<Variable(const Variable&)>& transform,
                             ComposedAttention* kept) {
   (void)q, (void)k, (void)v, (void)scale, (void)mask, (void)transform, (void)kept;  // delete me
-  throw Error("exercise 4: write composed_attention (docs/exercises/04_composed_attention.md)");
+  throw Error("exercise 6: write composed_attention (docs/exercises/06_composed_attention.md)");
 }
 
 }  // namespace gradflow
