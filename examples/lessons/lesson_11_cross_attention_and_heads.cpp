@@ -24,6 +24,7 @@
 
 #include "autograd/ops.h"
 #include "examples/lessons/lesson.h"
+#include "examples/lessons/lesson_models.h"
 #include "examples/toolkit/plot/svg_heatmap.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/loss.h"
