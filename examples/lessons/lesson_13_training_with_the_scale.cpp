@@ -140,6 +140,9 @@ int run(int argc, char** argv) {
                  late_ratio(2) < 0.01);
   lessons::claim("late, it falls less far under AdamW than under SGD",
                  late_ratio(0) > late_ratio(2));
+  // Against its own start, not the scaled model's: a collapse, as the study's C20 asks it.
+  lessons::claim("under SGD the unscaled model's own dL/dS ends over 4 times below its step 1",
+                 late_mean(runs[2]) < runs[2].score_grads.front() / 4);
 
   plot::Figure loss{.title = "Training loss",
                     .x = {.label = "training step"},
