@@ -110,7 +110,9 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
 
   std::unordered_map<VariableImpl*, Tensor> pending{{get(), seed}};
   const std::vector<VariableImpl*> order = forward_order(get());
-  for (const VariableImpl* v : order) check_runnable(*v);  // before any .grad changes
+  // Before any .grad changes, in the order backward would run them, so the
+  // node named is the first one backward would have reached.
+  for (auto at = order.rbegin(); at != order.rend(); ++at) check_runnable(**at);
   for (auto at = order.rbegin(); at != order.rend(); ++at) {
     VariableImpl* v = *at;
     auto it = pending.find(v);
