@@ -40,12 +40,13 @@ TEST(Engine, ForwardOrderPutsEachNodeAfterItsInputs) {
   for (const auto& [impl, n] : name) {
     ASSERT_TRUE(at.count(impl)) << n << " is missing: every node reachable from root is listed";
     if (!impl->grad_fn) continue;
-    for (const auto& input : impl->grad_fn->inputs)
-      if (input)
-        EXPECT_LT(at[input.get()], at[impl])
-            << n << " comes before its input " << name.at(input.get())
-            << ": backward walks the list in reverse, so " << name.at(input.get())
-            << " would run before " << n << " has sent it its share";
+    for (const auto& input : impl->grad_fn->inputs) {
+      if (!input) continue;
+      EXPECT_LT(at[input.get()], at[impl])
+          << n << " comes before its input " << name.at(input.get())
+          << ": backward walks the list in reverse, so " << name.at(input.get())
+          << " would run before " << n << " has sent it its share";
+    }
   }
 }
 

@@ -16,45 +16,12 @@
 
 #include "examples/study/claims.h"
 #include "tests/examples/run_program.h"
+#include "tests/examples/study_csv.h"
 
 namespace gradflow::testing {
 namespace {
 
 using StudyFindings = ProgramTest;
-
-// A CSV file with quoted cells (RFC 4180: a quoted cell may hold commas and
-// doubled quotes), as rows of cells; the first row is the header.
-std::vector<std::vector<std::string>> read_quoted_csv(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  std::vector<std::vector<std::string>> rows(1);
-  std::string cell;
-  bool quoted = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < s.size() && s[i + 1] == '"')
-        cell += '"', ++i;
-      else if (c == '"')
-        quoted = false;
-      else
-        cell += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().push_back(cell), cell.clear();
-    } else if (c == '\n') {
-      rows.back().push_back(cell), cell.clear();
-      rows.emplace_back();
-    } else {
-      cell += c;
-    }
-  }
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
-}
 
 // The findings of report.md: claim id -> the finding's line.
 std::map<std::string, std::string> findings_of(const std::string& report) {
@@ -77,7 +44,7 @@ TEST_F(StudyFindings, EveryNumberOfEveryFindingIsACellOfCriteriaCsv) {
   Result r = run(kScalingStudy, {"--parts", "init,train,sgd,depth", "--d-ks", "8", "--seeds", "2",
                                  "--steps", "70", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<std::vector<std::string>> csv = read_quoted_csv(out + "/criteria.csv");
+  const std::vector<std::vector<std::string>> csv = read_csv_rows(out + "/criteria.csv");
   ASSERT_GT(csv.size(), 1u);
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < csv[0].size(); ++i) column[csv[0][i]] = i;
