@@ -108,7 +108,7 @@ std::string scale_mode_names() {
   for (const auto& e : scale_modes()) {
     if (!out.empty()) out += ", ";
     out += e.name;
-    if (e.takes_value) out += ":<value>";
+    if (e.takes_value) out += e.default_value > 0 ? "[:<value>]" : ":<value>";
   }
   return out;
 }
@@ -135,11 +135,17 @@ ScaleMode ScaleMode::parse(const std::string& name) {
   const size_t colon = name.find(':');
   const std::string base = name.substr(0, colon);
   const ScaleModeEntry* entry = find_entry(base.c_str());
-  if (entry == nullptr || entry->takes_value != (colon != std::string::npos))
+  const bool bare = colon == std::string::npos;
+  if (entry == nullptr ||
+      (bare ? entry->takes_value && entry->default_value <= 0 : !entry->takes_value))
     fail("scale mode: unknown '", name, "' (expected one of ", scale_mode_names(), ")");
   ScaleMode mode;
   mode.entry_ = entry;
   if (!entry->takes_value) return mode;
+  if (bare) {
+    mode.constant_ = entry->default_value;
+    return mode;
+  }
   std::string number = name.substr(colon + 1);
   char* end = nullptr;
   double value = std::strtod(number.c_str(), &end);
@@ -171,11 +177,15 @@ double ScaleMode::value(int64_t d_k) const {
 }
 
 double ScaleMode::start_factor(const ScaleContext& context) const {
-  return entry_->start_factor ? entry_->start_factor(context) : value(context.d_k);
+  ScaleContext with_value = context;
+  with_value.value = constant_;
+  return entry_->start_factor ? entry_->start_factor(with_value) : value(context.d_k);
 }
 
 std::shared_ptr<AttentionVariant> ScaleMode::make_variant(const ScaleContext& context) const {
-  return entry_->variant ? entry_->variant(context) : nullptr;
+  ScaleContext with_value = context;
+  with_value.value = constant_;
+  return entry_->variant ? entry_->variant(with_value) : nullptr;
 }
 
 int64_t ScaleMode::parameters(int64_t heads, int64_t d_k) const {
