@@ -9,7 +9,8 @@
 # DecoderLM (charlm), told apart by its parameter names; its options come
 # from its metadata: positional learned|rope|alibi, head_dim, norm pre|post,
 # norm_type layernorm|rmsnorm, ffn mlp|swiglu, activation gelu|relu, scale
-# (the fixed ones, learned, log_n, ssmax); any other is refused by name. BATCH holds gradflow's float32 logits (B, T, V) and
+# (the fixed ones, learned, log_n, ssmax, softcap[:<c>]); any other is
+# refused by name. BATCH holds gradflow's float32 logits (B, T, V) and
 #   for an EncoderDecoder: int64 src (B, S), tgt_in, tgt_out (B, T) and
 #                          float32 src_pad (B, S), 1 at padding;
 #   for a DecoderLM:       int64 ids, targets (B, T), -100 where not scored,
@@ -83,9 +84,12 @@ SCALE = meta.get("config.scale", "inv_sqrt_dk")
 FIXED = {"inv_sqrt_dk": lambda d: d ** -0.5, "none": lambda d: 1.0, "inv_dk": lambda d: 1.0 / d,
          "inv_2sqrt_dk": lambda d: 0.5 * d ** -0.5}
 if SCALE.startswith("const:"): FIXED[SCALE] = lambda d: float(SCALE[6:])
+# softcap:<c>: the logits 1/sqrt(d) q.k become c tanh(logits / c); a bare softcap is c = 30.
+CAP = float(SCALE.partition(":")[2] or 30) if SCALE.split(":")[0] == "softcap" else None
+if CAP is not None: FIXED[SCALE] = FIXED["inv_sqrt_dk"]
 # An allow-list: a mode or scheme this script does not know is refused by name.
 if SCALE not in FIXED and SCALE not in ("learned", "log_n", "ssmax"):
-    fail(f"scale {SCALE} is not rebuilt here (the fixed ones, learned, log_n and ssmax are)")
+    fail(f"scale {SCALE} is not rebuilt here (the fixed ones, learned, log_n, ssmax and softcap are)")
 if POSITIONAL not in ("learned", "rope", "alibi"):
     fail(f"positional {POSITIONAL} is not rebuilt here (learned, rope and alibi are)")
 if NORM not in ("layernorm", "rmsnorm"): fail(f"norm_type {NORM} is not rebuilt here (layernorm and rmsnorm are)")
@@ -124,6 +128,7 @@ def attn(x, mem, p, mask, positions):  # mask True = hidden; every row must see 
     q = scaled(q, p, mask, s)
     if positions and ROPE: q, k = rope(q), rope(k)
     logits = q @ k.transpose(-2, -1)
+    if CAP is not None: logits = CAP * torch.tanh(logits / CAP)  # the scale mode's variant comes before ALiBi's
     if positions and ALIBI: logits = logits + alibi(t, s)
     if mask is not None: logits = logits.masked_fill(mask, float("-inf"))
     y = logits.softmax(-1) @ v

@@ -9,6 +9,7 @@
 #include "nn/length_scale.h"
 #include "nn/qk_norm.h"
 #include "nn/scale_variants.h"
+#include "nn/softcap.h"
 
 namespace gradflow::nn {
 
@@ -99,6 +100,13 @@ const std::vector<ScaleModeEntry>& scale_modes() {
        },
        .start_factor = start_ssmax,
        .parameters = per_head},
+      {.name = "softcap",
+       .summary = "c tanh(q.k / (sqrt(d_k) c)), softcap[:<c>], c = 30 (Gemma 2)",
+       .factor = inv_sqrt,
+       .takes_value = true,
+       .default_value = 30,
+       .variant = make_softcap,
+       .transforms_scores = true},
   };
   return table;
 }

@@ -12,7 +12,7 @@
 // A mode is a fixed factor on the scores (the fused kernel's
 // scale, a function of d_k) and, if it needs more than a number, an
 // AttentionVariant (attention_variant.h) that transforms q and k, or the
-// scores. Flags,
+// scores (softcap). Flags,
 // validation, model building, checkpoint metadata, the memory estimate and
 // the study all read the table (scale_modes()), so a new mode is one entry
 // there and, if it needs more than a number, one variant file whose
@@ -22,7 +22,7 @@
 // there tests a mode's name or its variant's type:
 //   takes_value        written name:<value> (const:0.125); the value reaches
 //                      factor and the variant's factory (ScaleContext::value)
-//   default_value      what a bare name means, if anything
+//   default_value      what a bare name means, if anything (softcap: 30)
 //   qk_normalisation   how q and k are normalised before their product
 //   transforms_scores  the variant changes the logits (the layer then takes
 //                      the composed path, which the memory estimate counts)
@@ -45,8 +45,12 @@
 //                  query sees (length_scale.h)
 //   ssmax          q times s log(n), s learned per head, started at
 //                  1/(sqrt(d_k) log L): Scalable-Softmax, Nakanishi 2025
+//   softcap[:<c>]  c tanh(q.k / (sqrt(d_k) c)), c = 30 if not given: the
+//                  logits soft-capped within +-c, Gemma 2 (softcap.h)
 // where L is the sequence length the layer is built for (its max_len).
-// Every mode transforms only q and k, so every one keeps the fused kernel.
+// Every mode but softcap transforms only q and k and keeps the fused
+// kernel; softcap transforms the scores, so its layers take the composed
+// path.
 #pragma once
 
 #include <cstdint>

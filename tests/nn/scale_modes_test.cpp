@@ -39,6 +39,7 @@ TEST(ScaleModes, StartFactorsMatchTheHandNumbers) {
       {"qk_l2norm", 7.044394119358453},   // log2(132)
       {"log_n", 2.4849066497880004 / 4},  // log(12) / sqrt(16)
       {"ssmax", 0.25},                    // s = 1/(4 log 12), times log 12
+      {"softcap", 0.25},                  // c tanh(x / c) has slope 1 at 0
   };
   for (const auto& [name, value] : expected)
     EXPECT_NEAR(ScaleMode::parse(name).start_factor(c), value, 1e-15) << name;
