@@ -8,7 +8,7 @@
 # MODEL is a gradflow model.safetensors: an EncoderDecoder (seq2seq) or a
 # DecoderLM (charlm), told apart by its parameter names; its options come
 # from its metadata: positional learned|rope|alibi, head_dim, norm pre|post,
-# norm_type layernorm|rmsnorm, ffn mlp|swiglu, activation gelu|relu, scale
+# norm_type layernorm|rmsnorm|dyt, ffn mlp|swiglu, activation gelu|relu, scale
 # (the fixed ones, learned, log_n, ssmax, softcap[:<c>]); any other is
 # refused by name. BATCH holds gradflow's float32 logits (B, T, V) and
 #   for an EncoderDecoder: int64 src (B, S), tgt_in, tgt_out (B, T) and
@@ -92,14 +92,15 @@ if SCALE not in FIXED and SCALE not in ("learned", "log_n", "ssmax"):
     fail(f"scale {SCALE} is not rebuilt here (the fixed ones, learned, log_n, ssmax and softcap are)")
 if POSITIONAL not in ("learned", "rope", "alibi"):
     fail(f"positional {POSITIONAL} is not rebuilt here (learned, rope and alibi are)")
-if NORM not in ("layernorm", "rmsnorm"): fail(f"norm_type {NORM} is not rebuilt here (layernorm and rmsnorm are)")
+if NORM not in ("layernorm", "rmsnorm", "dyt"): fail(f"norm_type {NORM} is not rebuilt here (layernorm, rmsnorm and dyt are)")
 if FFN not in ("mlp", "swiglu"): fail(f"ffn {FFN} is not rebuilt here (mlp and swiglu are)")
 ENCODER_DECODER = "encoder.layers.0.self_attn.q_proj.weight" in W  # else a DecoderLM: no encoder
 if "lm_head.weight" not in W or "decoder.layers.0.self_attn.q_proj.weight" not in W:
     fail(f"{sys.argv[1]} is neither an EncoderDecoder nor a DecoderLM")
 def lin(x, p): return x @ W[p + ".weight"].T + W[p + ".bias"]
-def ln(x, p):  # LayerNorm (eps 1e-5), or RMSNorm (eps 1e-6, no bias) written out: torch 1.13 has no nn.RMSNorm
+def ln(x, p):  # LayerNorm (eps 1e-5), RMSNorm (eps 1e-6, no bias) written out (torch 1.13 has no nn.RMSNorm), or DyT
     if NORM == "layernorm": return F.layer_norm(x, x.shape[-1:], W[p + ".weight"], W[p + ".bias"], 1e-5)
+    if NORM == "dyt": return W[p + ".weight"] * torch.tanh(W[p + ".alpha"] * x) + W[p + ".bias"]
     return x * (x.pow(2).mean(-1, keepdim=True) + 1e-6).rsqrt() * W[p + ".weight"]
 def rope(x):  # x (B, H, T, D): pair (2i, 2i+1) at position p turns by p * 10000^(-2i/D)
     t, d = x.shape[-2], x.shape[-1]

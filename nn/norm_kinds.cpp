@@ -1,5 +1,7 @@
 #include "nn/norm_kinds.h"
 
+#include "nn/dyt.h"
+
 namespace gradflow::nn {
 
 const std::vector<NormKind>& norm_kinds() {
@@ -14,6 +16,12 @@ const std::vector<NormKind>& norm_kinds() {
          return std::make_shared<RMSNorm>(dim, RMSNormOptions{}, init);
        },
        [](double dim) { return dim; }, /*kept=*/1},
+      {"dyt",
+       "DyT: weight * tanh(alpha x) + bias, alpha learned from 0.5, no statistics (Zhu et al.)",
+       [](int64_t dim, Init init) -> std::shared_ptr<Norm> {
+         return std::make_shared<DyT>(dim, DyTOptions{}, init);
+       },
+       [](double dim) { return 2 * dim + 1; }, /*kept=*/1},
   };
   return table;
 }
