@@ -4,6 +4,10 @@
 
 namespace gradflow::nn {
 
+// The norms (names as in flags and files):
+//   layernorm  (x - mean) / sqrt(var + eps) * weight + bias, eps 1e-5; the default
+//   rmsnorm    x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (Zhang and Sennrich 2019)
+//   dyt        weight * tanh(alpha x) + bias, alpha learned from 0.5 (Zhu et al. 2025)
 const std::vector<NormKind>& norm_kinds() {
   static const std::vector<NormKind> table = {
       {"layernorm", "LayerNorm: centred, scaled to unit variance, a gain and a bias (the default)",
