@@ -63,7 +63,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
   // each named after its mode or scheme.
   if (auto variant = config.scale.make_variant(
           {.d_k = d_k_, .heads = heads, .max_len = config.max_len, .init = init}))
-    add_variant(config.scale.name(), variant);
+    add_variant(config.scale.entry().name, variant);
   if (!config.positional.empty()) {
     const PositionalScheme& scheme = positional_scheme(config.positional);
     const PositionalContext at{.d_k = d_k_, .heads = heads};

@@ -109,8 +109,7 @@ const ModelField kFields[] = {
      .choices = norm_placements},
     {.name = "norm_type",
      .member = &C::norm_type,
-     .help = "the norm of every sublayer and the final one: LayerNorm, or RMSNorm (no centring, "
-             "no bias) (nn/norm_kinds.h)",
+     .help = "the norm of every sublayer and the final one, a row of nn/norm_kinds.cpp",
      .absent = "layernorm",  // the only norm before norm_type
      .choices = norm_kind_names,
      .check = check_norm_type},

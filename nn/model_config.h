@@ -31,7 +31,7 @@ struct ModelConfig {
   ScaleMode scale = {};  // 1/sqrt(d_k)
   int64_t head_dim = 0;  // 0: d_model / heads; else d_k of every attention layer
   NormPlacement norm = NormPlacement::Pre;
-  std::string norm_type = "layernorm";  // a norm (norm_kinds.h): "layernorm" or "rmsnorm"
+  std::string norm_type = "layernorm";  // a norm, a row of norm_kinds() (norm_kinds.h)
   std::string ffn = "mlp";              // a feed-forward (ffn_kinds.h): "mlp" or "swiglu"
   std::string activation = "gelu";      // the mlp's: or "relu"
   // A positional scheme (positional_schemes.h): "learned" (a table),

@@ -1,6 +1,6 @@
 // LayerNorm and RMSNorm over the last axis, as functions and as layers, and
-// Norm, what a block holds either as. Which one a model's blocks use is an
-// entry of the table in norm_types.h (ModelConfig::norm_type).
+// Norm, what a block holds either as. Which one a model's blocks use is a
+// row of the table in norm_kinds.cpp (norm_kinds.h; ModelConfig::norm_type).
 #pragma once
 
 #include "autograd/variable.h"
@@ -33,7 +33,7 @@ class Norm : public Module {
 // (mul, mean, pow), not fused: no benchmark has shown a fused one to pay, and
 // the composed form is the reference a fused one would be tested against.
 // Its backward keeps x times the row's 1/rms, one more (..., C) tensor than
-// the fused layer_norm keeps (the memory estimate counts it: norm_types.h).
+// the fused layer_norm keeps (the memory estimate counts it: NormKind::kept).
 Variable rms_norm(const Variable& x, const Variable& weight, double eps);
 
 class LayerNorm : public Norm {

@@ -1,7 +1,13 @@
 #include "nn/norm_kinds.h"
 
+#include "nn/dyt.h"
+
 namespace gradflow::nn {
 
+// The norms (names as in flags and files):
+//   layernorm  (x - mean) / sqrt(var + eps) * weight + bias, eps 1e-5; the default
+//   rmsnorm    x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (Zhang and Sennrich 2019)
+//   dyt        weight * tanh(alpha x) + bias, alpha learned from 0.5 (Zhu et al. 2025)
 const std::vector<NormKind>& norm_kinds() {
   static const std::vector<NormKind> table = {
       {"layernorm", "LayerNorm: centred, scaled to unit variance, a gain and a bias (the default)",
@@ -14,6 +20,12 @@ const std::vector<NormKind>& norm_kinds() {
          return std::make_shared<RMSNorm>(dim, RMSNormOptions{}, init);
        },
        [](double dim) { return dim; }, /*kept=*/1},
+      {"dyt",
+       "DyT: weight * tanh(alpha x) + bias, alpha learned from 0.5, no statistics (Zhu et al.)",
+       [](int64_t dim, Init init) -> std::shared_ptr<Norm> {
+         return std::make_shared<DyT>(dim, DyTOptions{}, init);
+       },
+       [](double dim) { return 2 * dim + 1; }, /*kept=*/1},
   };
   return table;
 }

@@ -2,10 +2,11 @@
 // models' final norm are (ModelConfig::norm_type; where they sit is
 // ModelConfig::norm, pre or post). Model building, validation, the flags'
 // choices (--norm-type), the metadata and the memory estimate read the
-// table, so a new norm is one entry here and its layer (norm.h).
-//
-//   layernorm  (x - mean) / sqrt(var + eps) * weight + bias, eps 1e-5; the default
-//   rmsnorm    x / sqrt(mean(x^2) + eps) * weight, eps 1e-6 (Zhang and Sennrich 2019)
+// table, so a new norm is one row of norm_kinds() in norm_kinds.cpp and its
+// layer in a file of its own (as DyT's, dyt.h), which only norm_kinds.cpp
+// includes.
+// The norms are listed with their formulas above the table, in
+// norm_kinds.cpp, so that a new row edits no header.
 //
 // The scale mode qk_norm's LayerNorms on q and k are that mode's own
 // (scale_modes.h), not this table's.
@@ -30,7 +31,7 @@ struct NormKind {
   double (*parameters)(double dim);
   // (tokens, dim) tensors its backward keeps beyond its input, which the
   // residual stream keeps anyway (the memory estimate): the fused layer_norm
-  // none, the composed rms_norm x / rms.
+  // none, the composed rms_norm x / rms (each row says its own).
   double kept = 0;
 };
 

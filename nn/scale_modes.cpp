@@ -9,6 +9,7 @@
 #include "nn/length_scale.h"
 #include "nn/qk_norm.h"
 #include "nn/scale_variants.h"
+#include "nn/softcap.h"
 
 namespace gradflow::nn {
 
@@ -35,6 +36,28 @@ double start_ssmax(const ScaleContext& c) {
 
 }  // namespace
 
+// The modes (names as used in files and flags):
+//   inv_sqrt_dk    1/sqrt(d_k), Vaswani et al.; the default
+//   none           1
+//   inv_dk         1/d_k, as muP
+//   inv_2sqrt_dk   1/(2 sqrt(d_k))
+//   const:<value>  any constant, e.g. const:0.125 (sweeps of d_k^-alpha)
+//   learned        q times a learned scalar started at 1/sqrt(d_k)
+//   learned_log    q times exp(t), t learned, started at log(1/sqrt(d_k))
+//   qk_norm        LayerNorm on q and k (over D, per head), then 1/sqrt(d_k),
+//                  Dehghani et al. 2023
+//   qk_l2norm      q and k L2-normalised, q times a learned g started at
+//                  log2(L^2 - L), Henry et al. 2020
+//   log_n          q times log(n) / sqrt(d_k), n the number of keys the
+//                  query sees (length_scale.h)
+//   ssmax          q times s log(n), s learned per head, started at
+//                  1/(sqrt(d_k) log L): Scalable-Softmax, Nakanishi 2025
+//   softcap[:<c>]  c tanh(q.k / (sqrt(d_k) c)), c = 30 if not given: the
+//                  logits soft-capped within +-c, Gemma 2 (softcap.h)
+// where L is the sequence length the layer is built for (its max_len).
+// Every mode but softcap transforms only q and k and keeps the fused
+// kernel; softcap transforms the scores, so its layers take the composed
+// path.
 const std::vector<ScaleModeEntry>& scale_modes() {
   static const std::vector<ScaleModeEntry> table = {
       {.name = "inv_sqrt_dk",
@@ -99,6 +122,13 @@ const std::vector<ScaleModeEntry>& scale_modes() {
        },
        .start_factor = start_ssmax,
        .parameters = per_head},
+      {.name = "softcap",
+       .summary = "c tanh(q.k / (sqrt(d_k) c)), softcap[:<c>], c = 30 (Gemma 2)",
+       .factor = inv_sqrt,
+       .takes_value = true,
+       .default_value = 30,
+       .variant = make_softcap,
+       .transforms_scores = true},
   };
   return table;
 }
@@ -108,7 +138,7 @@ std::string scale_mode_names() {
   for (const auto& e : scale_modes()) {
     if (!out.empty()) out += ", ";
     out += e.name;
-    if (e.takes_value) out += ":<value>";
+    if (e.takes_value) out += e.default_value > 0 ? "[:<value>]" : ":<value>";
   }
   return out;
 }
@@ -135,11 +165,17 @@ ScaleMode ScaleMode::parse(const std::string& name) {
   const size_t colon = name.find(':');
   const std::string base = name.substr(0, colon);
   const ScaleModeEntry* entry = find_entry(base.c_str());
-  if (entry == nullptr || entry->takes_value != (colon != std::string::npos))
+  const bool bare = colon == std::string::npos;
+  if (entry == nullptr ||
+      (bare ? entry->takes_value && entry->default_value <= 0 : !entry->takes_value))
     fail("scale mode: unknown '", name, "' (expected one of ", scale_mode_names(), ")");
   ScaleMode mode;
   mode.entry_ = entry;
   if (!entry->takes_value) return mode;
+  if (bare) {
+    mode.constant_ = entry->default_value;
+    return mode;
+  }
   std::string number = name.substr(colon + 1);
   char* end = nullptr;
   double value = std::strtod(number.c_str(), &end);
@@ -171,11 +207,15 @@ double ScaleMode::value(int64_t d_k) const {
 }
 
 double ScaleMode::start_factor(const ScaleContext& context) const {
-  return entry_->start_factor ? entry_->start_factor(context) : value(context.d_k);
+  ScaleContext with_value = context;
+  with_value.value = constant_;
+  return entry_->start_factor ? entry_->start_factor(with_value) : value(context.d_k);
 }
 
 std::shared_ptr<AttentionVariant> ScaleMode::make_variant(const ScaleContext& context) const {
-  return entry_->variant ? entry_->variant(context) : nullptr;
+  ScaleContext with_value = context;
+  with_value.value = constant_;
+  return entry_->variant ? entry_->variant(with_value) : nullptr;
 }
 
 int64_t ScaleMode::parameters(int64_t heads, int64_t d_k) const {

@@ -11,38 +11,27 @@
 // literature's answers to the same problem.
 // A mode is a fixed factor on the scores (the fused kernel's
 // scale, a function of d_k) and, if it needs more than a number, an
-// AttentionVariant (attention_variant.h) that transforms q and k. Flags,
+// AttentionVariant (attention_variant.h) that transforms q and k, or the
+// scores (softcap). Flags,
 // validation, model building, checkpoint metadata, the memory estimate and
 // the study all read the table (scale_modes()), so a new mode is one entry
-// there and, if it learns or depends on position, one variant file whose
-// logit_factor() reports the factor it puts on q.k. The entry's columns
+// there and, if it needs more than a number, one variant file whose
+// logit_factor() reports the factor it puts on q.k (near q.k = 0, for a
+// transform of the scores). The entry's columns
 // (ScaleModeEntry below) say everything code above nn needs, so nothing
 // there tests a mode's name or its variant's type:
-//   takes_value        written name:<value> (const:0.125)
+//   takes_value        written name:<value> (const:0.125); the value reaches
+//                      factor and the variant's factory (ScaleContext::value)
+//   default_value      what a bare name means, if anything (softcap: 30)
 //   qk_normalisation   how q and k are normalised before their product
 //   transforms_scores  the variant changes the logits (the layer then takes
 //                      the composed path, which the memory estimate counts)
 //   start_factor       the factor on q.k of a freshly built layer
 //   parameters         learned parameters per layer
 //
-// The modes (names as used in files and flags):
-//   inv_sqrt_dk    1/sqrt(d_k), Vaswani et al.; the default
-//   none           1
-//   inv_dk         1/d_k, as muP
-//   inv_2sqrt_dk   1/(2 sqrt(d_k))
-//   const:<value>  any constant, e.g. const:0.125 (sweeps of d_k^-alpha)
-//   learned        q times a learned scalar started at 1/sqrt(d_k)
-//   learned_log    q times exp(t), t learned, started at log(1/sqrt(d_k))
-//   qk_norm        LayerNorm on q and k (over D, per head), then 1/sqrt(d_k),
-//                  Dehghani et al. 2023
-//   qk_l2norm      q and k L2-normalised, q times a learned g started at
-//                  log2(L^2 - L), Henry et al. 2020
-//   log_n          q times log(n) / sqrt(d_k), n the number of keys the
-//                  query sees (length_scale.h)
-//   ssmax          q times s log(n), s learned per head, started at
-//                  1/(sqrt(d_k) log L): Scalable-Softmax, Nakanishi 2025
-// where L is the sequence length the layer is built for (its max_len).
-// Every mode transforms only q and k, so every one keeps the fused kernel.
+// The modes, each with its formula and source, are listed above the table
+// in scale_modes.cpp, not here: half the project's objects include this
+// header, and a new row then edits none of them.
 #pragma once
 
 #include <cstdint>
@@ -55,13 +44,15 @@
 
 namespace gradflow::nn {
 
-// What a mode's variant is built from: the layer's head size, heads, and the
-// sequence length L it is built for (0 when unknown).
+// What a mode's variant is built from: the layer's head size, heads, the
+// sequence length L it is built for (0 when unknown) and, for a mode that
+// takes a value, that value (ScaleMode fills it in).
 struct ScaleContext {
   int64_t d_k = 0;
   int64_t heads = 1;
   int64_t max_len = 0;
   Init init = {};
+  double value = 0;
 };
 
 // How a mode normalises q and k (over D, per head) before their product.
@@ -75,9 +66,11 @@ struct ScaleModeEntry {
   // The fixed factor on q.k given d_k and, for a mode that takes a value,
   // that value. 1 when the variant carries the scale.
   double (*factor)(double d_k, double value);
-  // Written name:<value>, the value reaching `factor` (const:0.125); the
-  // bare name is refused.
+  // Written name:<value>, the value reaching `factor` and `variant`
+  // (const:0.125). The bare name means default_value, or is refused if that
+  // is 0 (values are positive).
   bool takes_value = false;
+  double default_value = 0;
   QkNormalisation qk_normalisation = QkNormalisation::None;
   // The variant the mode adds to each attention layer, registered as the
   // child named after the mode ("self_attn.ssmax.s"); null if none.
@@ -113,7 +106,9 @@ struct ScaleMode {
 
   static ScaleMode parse(const std::string& name);  // throws on an unknown name
   // The name that parses back to this mode; for a mode that takes a value
-  // the shortest text of its value that reads back to the same double.
+  // the shortest text of its value that reads back to the same double,
+  // written even when it is the default ("softcap:30"), so a file keeps
+  // what it was built with if a default changes.
   std::string name() const;
   // is("qk_norm"); is("const") for any const:<v>. For tests: other code
   // reads the entry's columns instead.
@@ -127,7 +122,8 @@ struct ScaleMode {
   // (ScaleModeEntry::start_factor). Throws where building the variant would
   // (qk_l2norm and ssmax need max_len >= 2).
   double start_factor(const ScaleContext& context) const;
-  // This mode's variant for a layer, or null.
+  // This mode's variant for a layer, or null; context.value is set to the
+  // mode's value.
   std::shared_ptr<AttentionVariant> make_variant(const ScaleContext& context) const;
   int64_t parameters(int64_t heads, int64_t d_k) const;
 

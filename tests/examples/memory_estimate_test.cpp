@@ -201,7 +201,8 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
   reference.shape.reference = true;
   cases.push_back(reference);
   // A long context, where the composed attention's (B, H, T, T) tensors
-  // dominate (every scale mode keeps the fused kernel; --reference does not).
+  // dominate: --reference, and every scale mode whose variant transforms the
+  // scores (softcap), which leaves the fused kernel.
   const std::vector<std::string> longer = {
       "--d-model", "64", "--heads",         "8", "--d-ff",         "128", "--context", "512",
       "--batch",   "4",  "--sample-tokens", "0", "--eval-batches", "1"};
@@ -214,6 +215,14 @@ TEST_F(MemoryEstimateProgramTest, EstimateHoldsForEveryAttentionPathAndEvaluatio
   reference_long.args.push_back("--reference");
   reference_long.shape.reference = true;
   cases.push_back(reference_long);
+  for (const auto& entry : nn::scale_modes()) {
+    if (!entry.transforms_scores) continue;
+    const std::string scale = entry.takes_value ? entry.name + std::string(":0.1") : entry.name;
+    Case c{scale + ", T 512", kCharlm, longer, longer_shape};
+    c.args.insert(c.args.end(), {"--scale", scale});
+    c.shape.config.scale = nn::ScaleMode::parse(scale);
+    cases.push_back(c);
+  }
   // Evaluation: 256 held-out sequences of 256 at once after one tiny step.
   for (const char* scale : {"inv_sqrt_dk", "learned"}) {
     Case eval{std::string("evaluation, ") + scale,

@@ -47,6 +47,36 @@ TEST_F(NormFfnProgramsTest, RmsNormAndSwigluTrainCheckpointAndResumeInEveryProgr
   }
 }
 
+// DyT and a soft cap together (the rows dyt and softcap): every training
+// program trains with them, writes them (the cap's value too, so a later
+// change of the default cannot change a file), resumes with the bare name
+// (the same c = 30) and refuses another cap or norm.
+TEST_F(NormFfnProgramsTest, DytAndSoftcapTrainCheckpointAndResumeInEveryProgram) {
+  for (const ListedProgram& listed : programs_of_kind("training")) {
+    SCOPED_TRACE(listed.name);
+    const std::string out = path(listed.name);
+    std::vector<std::string> args = tiny_run_args(listed.name, out, "3");
+    args.insert(args.end(), {"--norm-type", "dyt", "--scale", "softcap"});
+    Result r = run(listed.path, args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* file : {"/model.safetensors", "/checkpoint.safetensors"}) {
+      nn::SafetensorsFile saved = nn::load_safetensors(out + file);
+      EXPECT_EQ(nn::metadata_value(saved.metadata, "config.norm_type"), "dyt") << file;
+      EXPECT_EQ(nn::metadata_value(saved.metadata, "config.scale"), "softcap:30") << file;
+      int64_t alphas = 0;
+      for (const auto& [name, t] : saved.tensors)
+        alphas += name.find("norm.alpha") != std::string::npos;
+      EXPECT_GE(alphas, 3) << file;  // a block's two and the final norm, at least
+    }
+    Result more = run(listed.path, {"--resume", out, "--steps", "5", "--scale", "softcap"},
+                      tiny_flags(listed.name).session);
+    ASSERT_EQ(more.code, 0) << more.err;
+    EXPECT_NE(read(out + "/log.csv").find("\n5,"), std::string::npos);
+    expect_usage_error(listed.path, {"--resume", out, "--steps", "6", "--scale", "softcap:2"});
+    expect_usage_error(listed.path, {"--resume", out, "--steps", "6", "--norm-type", "rmsnorm"});
+  }
+}
+
 // SwiGLU's gate is silu: --activation relu beside it would do nothing, so it
 // is refused in one line before anything runs.
 TEST_F(NormFfnProgramsTest, AnActivationWithSwigluIsRefused) {

@@ -39,6 +39,7 @@ TEST(ScaleModes, StartFactorsMatchTheHandNumbers) {
       {"qk_l2norm", 7.044394119358453},   // log2(132)
       {"log_n", 2.4849066497880004 / 4},  // log(12) / sqrt(16)
       {"ssmax", 0.25},                    // s = 1/(4 log 12), times log 12
+      {"softcap", 0.25},                  // c tanh(x / c) has slope 1 at 0
   };
   for (const auto& [name, value] : expected)
     EXPECT_NEAR(ScaleMode::parse(name).start_factor(c), value, 1e-15) << name;
@@ -132,32 +133,82 @@ TEST(ScaleModes, LogitFactorIsTheFactorOnTheLogits) {
     }
 }
 
-TEST(ScaleModes, Columns) {
-  std::map<std::string, QkNormalisation> normalising;
-  for (const ScaleModeEntry& entry : scale_modes()) {
-    EXPECT_EQ(entry.takes_value, entry.name == std::string("const")) << entry.name;
-    if (entry.qk_normalisation != QkNormalisation::None)
-      normalising[entry.name] = entry.qk_normalisation;
-    // The column says what the variant does: the memory estimate reads the
-    // column, the layer the variant.
-    MultiHeadAttention a(8, {.heads = 2, .scale = mode_of(entry), .max_len = 8});
-    bool transforms = false;
-    for (const auto& [name, m] : a.named_modules())
-      if (const auto* v = dynamic_cast<const AttentionVariant*>(m))
-        transforms = transforms || v->transforms_scores();
-    EXPECT_EQ(entry.transforms_scores, transforms) << entry.name;
-  }
-  EXPECT_EQ(normalising,
-            (std::map<std::string, QkNormalisation>{{"qk_norm", QkNormalisation::LayerNorm},
-                                                    {"qk_l2norm", QkNormalisation::L2}}));
+// The variants of a layer, in the order its forward calls them.
+std::vector<const AttentionVariant*> variants_of(const MultiHeadAttention& a) {
+  std::vector<const AttentionVariant*> out;
+  for (const auto& [name, m] : a.named_modules())
+    if (const auto* v = dynamic_cast<const AttentionVariant*>(m)) out.push_back(v);
+  return out;
 }
 
+// How a layer built with `mode` normalises q, found from what it does: a
+// normalisation gives 5q the q it gives q (up to LayerNorm's eps), and
+// LayerNorm, which centres, also gives q + 1 the same; L2 does not.
+QkNormalisation normalisation_of(const ScaleMode& mode) {
+  Generator gen(5);
+  MultiHeadAttention a(8, {.heads = 2, .scale = mode, .max_len = 8}, {gen, DType::Float64});
+  auto through = [&](const Tensor& q) {
+    Variable out(q);
+    for (const AttentionVariant* v : variants_of(a))
+      out = v->transform_query(out, {.key_length = 3});
+    return out.data();
+  };
+  // Rows of variance 7.5 (not a random draw, which may give a row of small
+  // variance, where LayerNorm's eps is no longer negligible).
+  std::vector<double> rows;
+  for (int r = 0; r < 6; ++r)
+    for (double v : {3.0, -1.0, 2.0, -4.0}) rows.push_back(v + 0.5 * r);
+  const Tensor q = from_vector(rows, {1, 2, 3, 4}, DType::Float64);
+  auto same = [&](const Tensor& other) {
+    return max(abs(sub(through(q), through(other)))).item() < 1e-4;
+  };
+  if (!same(mul(q, 5.0))) return QkNormalisation::None;
+  return same(add(q, 1.0)) ? QkNormalisation::LayerNorm : QkNormalisation::L2;
+}
+
+// Each column against what the layers built from its row do, so a new row
+// is checked without a list here: the memory estimate reads the columns,
+// the layer its variants.
+TEST(ScaleModes, Columns) {
+  for (const ScaleModeEntry& entry : scale_modes()) {
+    SCOPED_TRACE(entry.name);
+    EXPECT_EQ(entry.qk_normalisation, normalisation_of(mode_of(entry)));
+    MultiHeadAttention a(8, {.heads = 2, .scale = mode_of(entry), .max_len = 8});
+    bool transforms = false;
+    for (const AttentionVariant* v : variants_of(a))
+      transforms = transforms || v->transforms_scores();
+    EXPECT_EQ(entry.transforms_scores, transforms);
+    if (!entry.takes_value) continue;
+    // The value reaches the layer: two values, the same weights, other outputs.
+    const Tensor x = mul(dense({1, 4, 8}), 3.0);
+    auto output = [&](const char* value) {
+      Generator gen(6);
+      MultiHeadAttention layer(8, {.heads = 2, .scale = entry.name + std::string(value)},
+                               {gen, DType::Float64});
+      return layer.forward(Variable(x), Variable(x)).data();
+    };
+    EXPECT_GT(max(abs(sub(output(":0.5"), output(":2")))).item(), 1e-3);
+  }
+}
+
+// A bare name is its default if the row has one (written back with the
+// value, softcap:30), refused if not; the help text says which.
 TEST(ScaleModes, OnlyAModeThatTakesAValueIsWrittenWithOne) {
-  EXPECT_NE(scale_mode_names().find("const:<value>"), std::string::npos);
   for (const ScaleModeEntry& entry : scale_modes()) {
     const std::string name = entry.name;
     if (entry.takes_value) {
-      EXPECT_THROW(ScaleMode::parse(name), Error) << name;
+      const bool has_default = entry.default_value > 0;
+      EXPECT_NE(scale_mode_names().find(name + (has_default ? "[:<value>]" : ":<value>")),
+                std::string::npos)
+          << scale_mode_names();
+      if (has_default) {
+        const ScaleMode bare = ScaleMode::parse(name);
+        EXPECT_EQ(bare.constant(), entry.default_value) << name;
+        EXPECT_EQ(ScaleMode::parse(bare.name()), bare) << name;
+        EXPECT_NE(bare.name(), name);  // the value is written out
+      } else {
+        EXPECT_THROW(ScaleMode::parse(name), Error) << name;
+      }
       EXPECT_EQ(ScaleMode::parse(name + ":0.5").constant(), 0.5);
       EXPECT_EQ(ScaleMode::parse(name + ":0.5").name(), name + ":0.5");
     } else {
