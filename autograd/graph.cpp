@@ -21,8 +21,13 @@ const std::vector<ScopeEntry> kNoScopes;
 
 // The Frobenius norm in double, whatever the dtype and layout.
 double frobenius(const Tensor& t) {
+  const Tensor c = t.contiguous();  // summed in place: a vector of a large gradient grows the heap
   double sum = 0;
-  for (double v : t.to_vector()) sum += v * v;
+  if (c.dtype() == DType::Float32)
+    for (const float *p = c.data<float>(), *end = p + c.numel(); p != end; ++p)
+      sum += double(*p) * *p;
+  else
+    for (double v : c.to_vector()) sum += v * v;
   return std::sqrt(sum);
 }
 
