@@ -26,7 +26,7 @@ Variable sub(const Variable& a, const Variable& b) {
 // z = x * y, broadcast: the gradient at x is g * y (g: the gradient at z,
 // shaped like z), summed back to x's shape; at y the same with x and y swapped.
 Tensor mul_backward(const Tensor& g, const Tensor& other, const Shape& shape);
-#ifndef GRADFLOW_EXERCISES  // exercise 1: docs/exercises/01_mul_backward.md
+#ifndef GRADFLOW_EXERCISES  // exercise 2: docs/exercises/02_mul_backward.md
 Tensor mul_backward(const Tensor& g, const Tensor& other, const Shape& shape) {
   return sum_to(mul(g, other), shape);
 }

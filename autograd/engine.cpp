@@ -20,7 +20,8 @@ thread_local LeafGrads* leaf_sink = nullptr;
 // was made from: a depth-first post-order, iterative so that a deep graph (a
 // long training unroll) cannot overflow the stack. Backward walks it in
 // reverse, so a node runs only after every use of its output has sent its
-// gradient back.
+// gradient back (docs/lessons/02_topological_order.md).
+#ifndef GRADFLOW_EXERCISES  // exercise 1: docs/exercises/01_walk_order.md
 std::vector<VariableImpl*> forward_order(VariableImpl* root) {
   std::vector<VariableImpl*> post;
   std::unordered_set<VariableImpl*> seen{root};
@@ -38,13 +39,14 @@ std::vector<VariableImpl*> forward_order(VariableImpl* root) {
   }
   return post;
 }
+#endif
 
 // A value used twice (x * x, a residual's x + f(x)) gets a gradient along
 // each use, and dL/dx is their sum: the multivariate chain rule. so_far holds
 // the paths that arrived before g; out of place, since either may be a tensor
 // a backward returned to two inputs at once (add's does).
 Tensor add_gradient(const Tensor& so_far, const Tensor& g);
-#ifndef GRADFLOW_EXERCISES  // exercise 2: docs/exercises/02_gradient_accumulation.md
+#ifndef GRADFLOW_EXERCISES  // exercise 3: docs/exercises/03_gradient_accumulation.md
 Tensor add_gradient(const Tensor& so_far, const Tensor& g) { return add(so_far, g); }
 #endif
 
@@ -108,7 +110,9 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
 
   std::unordered_map<VariableImpl*, Tensor> pending{{get(), seed}};
   const std::vector<VariableImpl*> order = forward_order(get());
-  for (const VariableImpl* v : order) check_runnable(*v);  // before any .grad changes
+  // Before any .grad changes, in the order backward would run them, so the
+  // node named is the first one backward would have reached.
+  for (auto at = order.rbegin(); at != order.rend(); ++at) check_runnable(**at);
   for (auto at = order.rbegin(); at != order.rend(); ++at) {
     VariableImpl* v = *at;
     auto it = pending.find(v);
@@ -136,7 +140,7 @@ void Variable::backward(const Tensor& grad_output, bool retain_graph) const {
     if (grads.size() != node.inputs.size())
       fail("backward of '", node.name, "': returned ", grads.size(), " gradients for ",
            node.inputs.size(), " inputs");
-    if (GraphCapture* capture = current_graph_capture()) capture->note_gradients(&node, grads);
+    if (GraphCapture* capture = current_graph_capture()) capture->note_gradients(&node, g, grads);
     for (size_t i = 0; i < grads.size(); ++i) {
       VariableImpl* input = node.inputs[i].get();
       if (!input || !grads[i].defined()) continue;

@@ -31,6 +31,13 @@ double frobenius(const Tensor& t) {
   return std::sqrt(sum);
 }
 
+// "-8", "0.9640": a single number as a box writes it.
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 // The graph with every op and leaf its own node.
 Graph full_graph(const std::vector<VariableImpl*>& order, const GraphOptions& options) {
   Graph g;
@@ -40,17 +47,22 @@ Graph full_graph(const std::vector<VariableImpl*>& order, const GraphOptions& op
     GraphNode n{.kind = v->grad_fn ? GraphNodeKind::kOp : GraphNodeKind::kLeaf,
                 .label = v->grad_fn ? v->grad_fn->name : "leaf",
                 .detail = shape_str(v->shape)};
-    if (auto it = options.names.find(v); it != options.names.end() && !v->grad_fn)
-      n.label = it->second;
+    if (auto it = options.names.find(v); it != options.names.end())
+      n.label = v->grad_fn ? n.label + ": " + it->second : it->second;
+    if (v->data.defined() && v->data.numel() == 1) {  // one number: its value, its gradient
+      n.detail = (v->shape.empty() ? "" : n.detail + " ") + "value " + short_number(v->data.item());
+      if (v->grad.defined()) n.detail += ", grad " + short_number(v->grad.item());
+    }
     g.nodes.push_back(std::move(n));
     if (!v->grad_fn) continue;
     const Node* node = v->grad_fn.get();
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       if (!node->inputs[i]) continue;
-      g.edges.push_back(
-          {.from = index.at(node->inputs[i].get()),
-           .to = index[v],
-           .grad_norm = options.capture ? options.capture->grad_norm(node, i) : std::nan("")});
+      const GraphCapture* c = options.capture;
+      g.edges.push_back({.from = index.at(node->inputs[i].get()),
+                         .to = index[v],
+                         .grad_norm = c ? c->grad_norm(node, i) : std::nan(""),
+                         .structural_zero = c && c->rounding_zero(node, i)});
     }
   }
   return g;
@@ -115,11 +127,13 @@ Graph folded_graph(const std::vector<VariableImpl*>& order, const Graph& full,
     if (outputs_from[a] != e.from) many_outputs[a] = true;
     auto [it, fresh] = edge_at.try_emplace({a, b}, g.edges.size());
     if (fresh) {
-      g.edges.push_back({.from = a, .to = b, .grad_norm = e.grad_norm, .folded = 1});
+      g.edges.push_back(e);
+      g.edges.back().from = a, g.edges.back().to = b;
       continue;
     }
     GraphEdge& merged = g.edges[it->second];
     merged.folded += 1;
+    merged.structural_zero = merged.structural_zero && e.structural_zero;
     if (std::isnan(merged.grad_norm))
       merged.grad_norm = e.grad_norm;
     else if (!std::isnan(e.grad_norm))
@@ -223,9 +237,23 @@ const std::vector<ScopeEntry>& GraphCapture::scopes_of(const Node* node) const {
   return it == scopes_.end() ? kNoScopes : it->second;
 }
 
+// norms_[node]: what reached it, the unit roundoff of its dtype, then what it
+// sent to each input.
 double GraphCapture::grad_norm(const Node* node, size_t input) const {
   auto it = norms_.find(node);
-  return it == norms_.end() || input >= it->second.size() ? std::nan("") : it->second[input];
+  return it == norms_.end() || input + 2 >= it->second.size() ? std::nan("")
+                                                              : it->second[input + 2];
+}
+
+double GraphCapture::received_norm(const Node* node) const {
+  auto it = norms_.find(node);
+  return it == norms_.end() ? std::nan("") : it->second[0];
+}
+
+bool GraphCapture::rounding_zero(const Node* node, size_t input) const {
+  auto it = norms_.find(node);
+  return it != norms_.end() && input + 2 < it->second.size() &&
+         it->second[input + 2] <= 64 * it->second[1] * it->second[0];
 }
 
 void GraphCapture::note_node(const Node* node) {
@@ -234,11 +262,14 @@ void GraphCapture::note_node(const Node* node) {
   norms_.erase(node);
 }
 
-void GraphCapture::note_gradients(const Node* node, const std::vector<Tensor>& grads) {
+void GraphCapture::note_gradients(const Node* node, const Tensor& received,
+                                  const std::vector<Tensor>& grads) {
   std::vector<double>& norms = norms_[node];
-  norms.assign(grads.size(), std::nan(""));
+  norms.assign(grads.size() + 2, std::nan(""));
+  norms[0] = frobenius(received);
+  norms[1] = received.dtype() == DType::Float64 ? 0x1p-53 : 0x1p-24;
   for (size_t i = 0; i < grads.size(); ++i)
-    if (grads[i].defined()) norms[i] = frobenius(grads[i]);
+    if (grads[i].defined()) norms[i + 2] = frobenius(grads[i]);
 }
 
 GraphScope::GraphScope(const void* owner) : pushed_(current_capture != nullptr) {
@@ -277,8 +308,8 @@ std::string format_norm(double norm) {
 
 NormRange norm_range(const Graph& graph) {
   NormRange r{.lo = INFINITY, .hi = 0};
-  for (const GraphEdge& e : graph.edges)
-    if (e.grad_norm > 0 && std::isfinite(e.grad_norm))
+  for (const GraphEdge& e : graph.edges)  // a zero by structure is no gradient's size
+    if (e.grad_norm > 0 && std::isfinite(e.grad_norm) && !e.structural_zero)
       r.lo = std::min(r.lo, e.grad_norm), r.hi = std::max(r.hi, e.grad_norm);
   if (r.hi == 0) r.lo = 0;
   return r;
@@ -306,6 +337,10 @@ std::string to_dot(const Graph& graph, const std::string& title) {
   const NormRange range = norm_range(graph);
   for (const GraphEdge& e : graph.edges) {
     out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to);
+    if (e.structural_zero) {
+      out += " [label=\"~0\", style=dotted, color=grey];\n";
+      continue;
+    }
     if (!std::isnan(e.grad_norm)) {
       char width[32];
       std::snprintf(width, sizeof width, "%.2f", edge_width(e.grad_norm, range));

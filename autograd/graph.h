@@ -9,11 +9,21 @@
 //
 // A box per op (its name and output shape), a box per leaf that requires grad
 // (its name when `names` has one: nn::graph_names(model) gives every
-// parameter's dotted name). An edge runs from an input to the op that used
-// it, in the direction of the forward pass; after a backward under a capture
-// it is labelled with the norm of the gradient the backward sent back along
-// it, and drawn thicker for a larger one (log scale). This is where a
-// vanishing gradient shows: an edge that narrows to a hairline.
+// parameter's dotted name), and for a single number its value and, where
+// kept (a leaf's, or retain_grad()), its gradient: micrograd's picture. An
+// edge runs from an input to the op that used it, in the direction of the
+// forward pass; after a backward under a capture it is labelled with the norm
+// of the gradient the backward sent back along it, and drawn thicker for a
+// larger one (log scale). This is where a vanishing gradient shows: an edge
+// that narrows to a hairline, orange below 1e-6 of the largest. An edge whose
+// gradient is zero up to the rounding of what reached its op (a key's bias,
+// which every softmax row ignores; a product with 0) is a zero by structure,
+// not a vanished gradient: grey, dotted, "~0".
+//
+// While a capture lives and gradients are on, fused_attention runs as its
+// composed reference (autograd/attention.cpp), so that a drawing shows the
+// scale, the mask, the softmax and the two products, each edge with its
+// gradient; the two paths' gradients agree to rounding (Graph.ACapture...).
 //
 // Inputs that require no grad (data, masks) are not in the graph: no
 // gradient flows to them. A capture sees the ops of its own thread only
@@ -54,12 +64,19 @@ class GraphCapture {
   // NaN when none was recorded (no backward yet, or that input got none).
   double grad_norm(const Node* node, size_t input) const;
 
+  // The norm of the gradient that reached node's output; NaN when none was.
+  double received_norm(const Node* node) const;
+  // grad_norm(node, input) is at most 64 units of rounding of received_norm:
+  // zero but for rounding, whatever reached the op.
+  bool rounding_zero(const Node* node, size_t input) const;
+
   // Called by make_result and the engine (variable.cpp, engine.cpp).
   void note_node(const Node* node);
-  void note_gradients(const Node* node, const std::vector<Tensor>& grads);
+  void note_gradients(const Node* node, const Tensor& received, const std::vector<Tensor>& grads);
 
  private:
   std::unordered_map<const Node*, std::vector<ScopeEntry>> scopes_;
+  // Per node: the norm it received, then the norm it sent to each input.
   std::unordered_map<const Node*, std::vector<double>> norms_;
   GraphCapture* previous_;
 };
@@ -83,7 +100,8 @@ class GraphScope {
 
 struct GraphOptions {
   const GraphCapture* capture = nullptr;  // the gradient norms and scopes; none: structure only
-  // Names of leaves (by VariableImpl address) and of scopes (by owner).
+  // Names of leaves and of ops' results (by VariableImpl address: an op's
+  // box reads "mul: S"), and of scopes (by owner).
   std::unordered_map<const void*, std::string> names = {};
   // 0: every op its own box. d >= 1: the ops that ran inside a scope d levels
   // deep are one box named after it (a model's forward is level 1, its
@@ -112,6 +130,9 @@ struct GraphEdge {
   // count as one vector); NaN when not recorded.
   double grad_norm = std::numeric_limits<double>::quiet_NaN();
   int64_t folded = 1;  // how many edges of the full graph this one stands for
+  // The norm is at most 64 units of rounding (of the input's dtype) of the
+  // gradient that reached the op: a zero by structure (every folded edge).
+  bool structural_zero = false;
 };
 
 // The graph behind root, nodes in forward order (every edge runs from a lower
@@ -128,7 +149,8 @@ std::string to_dot(const Graph& graph, const std::string& title = "");
 std::string to_dot(const Variable& root, const GraphOptions& options = {});
 
 // A standalone SVG, laid out in layers left to right (inputs left, root
-// right), with a legend for the edge widths. graph_svg.cpp.
+// right), wrapped into rows like text when wider than a screen, with a
+// legend for the edge widths. graph_svg.cpp.
 std::string to_svg(const Graph& graph, const std::string& title = "");
 std::string to_svg(const Variable& root, const GraphOptions& options = {});
 
@@ -146,6 +168,8 @@ double edge_width(double norm, const NormRange& range);
 
 // to_svg with the widths spanning `range` rather than the graph's own norms:
 // drawings set side by side pass one range, so one width means one norm.
-std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range);
+// Rows wrap at max_width; without the legend, the caller draws one for all.
+std::string to_svg(const Graph& graph, const std::string& title, const NormRange& range,
+                   double max_width = 2400, bool legend = true);
 
 }  // namespace gradflow

@@ -17,9 +17,9 @@ namespace gradflow {
 // every entry of diag(y) - y y^T is 0 (y_i (1[i=j] - y_j) = 0 whether y_i is
 // 0 or 1), so dx ~ 0 whatever g is: attention whose logits grow with d_k
 // goes one-hot and its scores stop learning
-// (docs/lessons/03_saturated_gradient.md).
+// (docs/lessons/07_saturated_gradient.md).
 Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
-#ifndef GRADFLOW_EXERCISES  // exercise 3: docs/exercises/03_softmax_backward.md
+#ifndef GRADFLOW_EXERCISES  // exercise 5: docs/exercises/05_softmax_backward.md
 Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis) {
   Tensor dot = sum(mul(g, y), {axis}, true);
   return map_ternary(y, g, dot, "softmax_backward",

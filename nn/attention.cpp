@@ -72,7 +72,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, const AttentionConfig& c
   }
 }
 
-#ifndef GRADFLOW_EXERCISES  // exercise 5: docs/exercises/05_split_heads.md
+#ifndef GRADFLOW_EXERCISES  // exercise 7: docs/exercises/07_split_heads.md
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
   const int64_t b = x.shape()[0], t = x.shape()[1];
   // A view: (B, T, H, D) then swap T and H; GEMM reads the strides as they are.

@@ -6,7 +6,7 @@
 
 namespace gradflow::nn {
 
-#ifndef GRADFLOW_EXERCISES  // exercise 6: docs/exercises/06_causal_mask.md
+#ifndef GRADFLOW_EXERCISES  // exercise 8: docs/exercises/08_causal_mask.md
 Tensor causal_mask(int64_t t, int64_t s, DType dtype, int64_t offset) {
   Tensor mask = zeros({t, s}, dtype);
   for (int64_t i = 0; i < t; ++i)

@@ -12,7 +12,7 @@
 //                head (alibi.cpp, Press et al. 2022)
 //   none         nothing: without a causal mask, permuting the tokens then
 //                permutes the outputs, so an encoder cannot tell "a b" from
-//                "b a" (a baseline; docs/lessons/08_position.md)
+//                "b a" (a baseline; docs/lessons/12_position.md)
 //
 // Cross-attention takes no scheme's variant: its queries and keys are
 // positions of two different sequences, so their distance means nothing.

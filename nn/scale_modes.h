@@ -2,12 +2,12 @@
 // one table.
 //
 // Why a scale at all: q.k adds d_k products of entries of variance about 1,
-// so its variance is d_k (docs/lessons/01_dot_product_variance.md). Left
+// so its variance is d_k (docs/lessons/05_dot_product_variance.md). Left
 // unscaled, a large head feeds the softmax scores spread over +-sqrt(d_k):
 // the softmax is then nearly one-hot, and its Jacobian, and with it the
-// gradient reaching q and k, nearly zero (lessons 02 and 03). 1/sqrt(d_k)
+// gradient reaching q and k, nearly zero (lessons 06 and 07). 1/sqrt(d_k)
 // brings the variance back to 1 at every d_k; 1/d_k overshoots, to 1/d_k,
-// and the softmax starts nearly uniform (lesson 04). The other modes are the
+// and the softmax starts nearly uniform (lesson 08). The other modes are the
 // literature's answers to the same problem.
 // A mode is a fixed factor on the scores (the fused kernel's
 // scale, a function of d_k) and, if it needs more than a number, an

@@ -212,11 +212,12 @@ void softmax_row(const T* x, int64_t sx, T* y, int64_t sy, int64_t n, bool log) 
   // term and the sum, so c = m changes nothing mathematically and makes
   // every exponent <= 0: each term is in (0, 1], the sum in [1, n]. Overflow
   // is therefore not why attention divides by sqrt(d_k); saturation is
-  // (docs/lessons/02_softmax_saturation.md).
+  // (docs/lessons/06_softmax_saturation.md).
   //
   // The exponentials go to y first, in a loop of their own that vectorises;
-  // log_softmax overwrites them below.
-  for (int64_t j = 0; j < n; ++j) y[j * sy] = exp_of(x[j * sx] - m);
+  // log_softmax overwrites them below. A masked (-inf) entry gets exactly 0:
+  // the float exp stops at e^-87 (fast_math.h), and its value must add nothing.
+  for (int64_t j = 0; j < n; ++j) y[j * sy] = x[j * sx] == neg_inf ? T{0} : exp_of(x[j * sx] - m);
   double total = 0;
   for (int64_t j = 0; j < n; ++j) total += y[j * sy];
   if (log) {

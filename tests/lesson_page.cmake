@@ -1,7 +1,7 @@
 cmake_minimum_required(VERSION 3.25)
-# A lesson runs, and its page quotes only what it prints: every line of each
-# ```text block that follows a <!-- output --> line in PAGE must be a line of
-# PROGRAM's standard output (trailing spaces aside). Run as
+# A lesson runs, its claims hold, and its page quotes only what it prints:
+# every line of each ```text block that follows a <!-- output --> line in PAGE
+# must be a line of PROGRAM's standard output (trailing spaces aside). Run as
 #   cmake -DPROGRAM=<lesson> -DPAGE=<docs/lessons/NN_name.md> -DOUT=<dir> [-DCHECK_PAGE=OFF]
 #         [-DPROBE=<blas_probe>] -P lesson_page.cmake
 # (Blocks are cut out with string(FIND) and SUBSTRING, never as CMake lists,
@@ -15,13 +15,50 @@ endif()
 if(NOT EXISTS ${PAGE})
   message(FATAL_ERROR "the lesson has no page: ${PAGE}")
 endif()
+file(READ ${PAGE} page)
+# The claims, checked on every build and every kernel path, the page's digits
+# or not: the lesson prints each claim its page makes, "claim: <text>: holds"
+# or "...: does not hold", computed from what it measured
+# (examples/lessons/lesson.h). None may fail, and the page and the program
+# must name the same claims: the page quotes each line the lesson prints.
+# (A claim's semicolons stand in as <sc> here: CMake lists split at them.)
+string(REPLACE ";" "<sc>" output_sc "${output}")
+string(REPLACE ";" "<sc>" page_sc "${page}")
+string(REGEX MATCHALL "(^|\n)claim: [^\n]*" printed_claims "${output_sc}")
+string(REGEX MATCHALL "\nclaim: [^\n]*" page_claims "\n${page_sc}")
+if(NOT printed_claims)
+  message(FATAL_ERROR "${PROGRAM} prints no claim (a line \"claim: ...: holds\")")
+endif()
+foreach(claim IN LISTS printed_claims)
+  string(STRIP "${claim}" claim)
+  if(claim MATCHES ": does not hold$")
+    set(machine "kernels not probed")
+    if(DEFINED PROBE)
+      execute_process(COMMAND ${PROBE} OUTPUT_VARIABLE machine ERROR_QUIET)
+      string(STRIP "${machine}" machine)
+    endif()
+    message(FATAL_ERROR "${PROGRAM}: a claim of its page does not hold on this machine "
+                        "(${machine}):\n  ${claim}\nthe lesson printed:\n${output}")
+  endif()
+  string(FIND "${page_sc}" "\n${claim}\n" quoted)
+  if(quoted EQUAL -1)
+    message(FATAL_ERROR "${PAGE} does not quote a claim its lesson prints:\n  ${claim}")
+  endif()
+endforeach()
+foreach(claim IN LISTS page_claims)
+  string(STRIP "${claim}" claim)
+  string(FIND "\n${output_sc}\n" "\n${claim}\n" printed)
+  if(printed EQUAL -1)
+    message(FATAL_ERROR "${PAGE} makes a claim its lesson does not print:\n  ${claim}\n"
+                        "the lesson printed:\n${output}")
+  endif()
+endforeach()
 # The sanitizer build (Debug, no vectorised kernels' rounding) trains to other
 # last digits: there the lesson must run cleanly, and its page is not compared.
 if(DEFINED CHECK_PAGE AND NOT CHECK_PAGE)
   message(STATUS "${PROGRAM} ran; its page is not compared in this build")
   return()
 endif()
-file(READ ${PAGE} page)
 # A page whose figures come from a training run names the kernels they were
 # measured with, <!-- measured on: blas_core=... cpu=... kernels=... gemm=... -->
 # (tensor/kernels/blas_info.h): another CPU's kernels round differently and

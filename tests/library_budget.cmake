@@ -5,7 +5,7 @@ cmake_minimum_required(VERSION 3.25)
 # raise the number here, in the same commit, and say why in its message.
 # Run as
 #   cmake -DROOT=<source dir> -P library_budget.cmake
-set(kBudget 15120)
+set(kBudget 15250)
 set(total 0)
 set(largest "")
 set(largest_lines 0)

@@ -1,5 +1,6 @@
 // What every lesson program shares: its command line (--out, --seed), text
-// bar charts for the terminal, and writing its figure.
+// bar charts for the terminal, its claims, and writing its figure. The
+// lessons that train a model add lesson_models.h.
 //
 // A lesson is a small program that shows one idea in seconds: it prints what
 // it measured (the numbers its page in docs/lessons/ quotes, held to the
@@ -11,13 +12,11 @@
 #include <string>
 
 #include "examples/toolkit/cli/args.h"
-#include "nn/data/toy_tasks.h"
-#include "nn/models.h"
 
 namespace gradflow::lessons {
 
 struct Lesson {
-  std::string name;  // "01_dot_product_variance"
+  std::string name;  // "05_dot_product_variance"
   std::string out;   // where its figures go
   int64_t seed = 0;
 };
@@ -30,12 +29,19 @@ Lesson parse_lesson(cli::ArgParser& args, const std::string& name, int argc, cha
 // (rounded; empty for 0 or less, full for max or more, "?" for NaN).
 std::string bar(double value, double max, int width = 40);
 
-// Greedy decoding of batch b's sources, without gradients: the share of its
-// target tokens (padding aside) that come out right.
-double greedy_accuracy(const nn::EncoderDecoder& model, const nn::Seq2SeqBatch& b);
+// Prints one claim its page makes, computed from what the lesson measured:
+// "claim: <text>: holds" or "claim: <text>: does not hold". The text carries
+// no measured digits, so the line is the same on every machine where the
+// claim holds; the page quotes it, and ctest -L lessons fails a lesson that
+// prints "does not hold", or a claim its page does not quote, on whatever
+// kernels run it (tests/lesson_page.cmake). Returns holds.
+bool claim(const std::string& text, bool holds);
 
-// Writes text to <out>/<file> atomically (creating out) and prints
-// "figure: <path>". Throws cli::UsageError when out cannot be made.
+// Writes text to <out>/<file> (creating out) and prints "figure: <path>":
+// to a temporary file beside it, then renamed over it, so a reader never
+// sees half a figure. Throws cli::UsageError when out cannot be made or
+// written. (Not nn/io/atomic_file.h: lessons 1 to 4 need nothing of nn/,
+// and build without it, the sooner to run.)
 void write_figure(const Lesson& lesson, const std::string& file, const std::string& text);
 
 }  // namespace gradflow::lessons

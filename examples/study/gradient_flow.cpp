@@ -120,10 +120,27 @@ PlotFile gradient_flow_figure(const TrainResult& b) {
   // Four decades below the largest: the widths tell apart the norms that
   // matter, and anything smaller is a hairline (its label still says it).
   range.lo = range.hi == 0 ? 0 : std::max(range.lo, range.hi * 1e-4);
+  // Each drawing wraps its ops into rows of at most kWidth, so that the
+  // figure reads at that width; one legend above them all.
+  constexpr double kWidth = 1400;
+  const std::vector<std::string> legend = {
+      "Where the gradient stops: one attention layer's backward graph, op by op, forward left to "
+      "right in rows read like text.",
+      "On each edge the norm of the gradient the step sent back along it, the width its log, "
+      "one scale for every drawing: " +
+          format_norm(range.lo) + " (hairline) to " + format_norm(range.hi) + ".",
+      "Orange: below 1e-6 of the largest, a vanished gradient. Grey dotted, ~0: zero but for "
+      "rounding of what reached the op,",
+      "a zero by structure (k_proj.bias: the softmax ignores a shift of every logit), not a "
+      "vanished gradient. Yellow: parameters."};
   std::string body;
-  double width = 0, height = 0;
+  double width = kWidth, height = 18 + 14 * static_cast<double>(legend.size());
+  for (size_t i = 0; i < legend.size(); ++i)
+    body += "<text x=\"20\" y=\"" + num(22 + 14 * static_cast<double>(i)) +
+            "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#333\"" +
+            (i == 0 ? " font-weight=\"bold\"" : "") + ">" + legend[i] + "</text>\n";
   for (const Drawing& d : drawings) {
-    std::string svg = to_svg(*d.graph, d.title, range);
+    std::string svg = to_svg(*d.graph, d.title, range, kWidth, /*legend=*/false);
     const double w = root_size(svg, "width"), h = root_size(svg, "height");
     svg.replace(0, 4, "<svg x=\"0\" y=\"" + num(height) + "\"");
     body += svg;
@@ -131,7 +148,8 @@ PlotFile gradient_flow_figure(const TrainResult& b) {
   }
   const std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) +
                           "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " +
-                          num(height) + "\">\n" + body + "</svg>\n";
+                          num(height) + "\">\n<rect width=\"100%\" height=\"100%\" " +
+                          "fill=\"white\"/>\n" + body + "</svg>\n";
   return {"gradient_flow.svg", svg,
           "Where the gradient stops: the backward graph of the layer where each task looks its "
           "answer up, op by op, for unscaled attention and 1/sqrt(d_k) at d_k " +

@@ -13,7 +13,8 @@
 //                                       train_update.cpp: the update beside the
 //                                       gradient; attention_maps.cpp,
 //                                       gradient_flow.cpp: its pictures;
-//                                       train_findings.cpp: the findings;
+//                                       train_criteria.cpp: the declared
+//                                       criteria computed from the runs;
 //                                       train_figures.cpp: CSV files and figures
 //   sgd          sgd*.cpp, sgd.h        three modes trained under plain SGD
 //   depth        depth*.cpp, depth.h    gradient flow across depth at init

@@ -11,7 +11,7 @@
 //
 // This file holds that table and its figure, gradient_and_update.svg;
 // attention_maps.cpp draws what the layer attends to, and
-// train_findings.cpp words what the part shows.
+// the claims' criteria (claims.h) judge what the part shows.
 #include <algorithm>
 #include <cmath>
 #include <limits>

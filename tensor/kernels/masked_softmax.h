@@ -46,7 +46,7 @@ void masked_softmax_row(const T* scores, const T* mask_row, T* y, int64_t s, T s
   // c, and with c = top every exponent is <= 0, so exp, infinite in float32
   // past about 88, cannot overflow however large the scores. Overflow is not
   // why attention scales its scores (tensor/reduce.cpp's softmax_row,
-  // docs/lessons/02_softmax_saturation.md).
+  // docs/lessons/06_softmax_saturation.md).
   //
   // Masked entries are set to 0 rather than left to exp(-inf): the fast
   // float exp stops at e^-87 (tensor/kernels/fast_math.h), not at 0.

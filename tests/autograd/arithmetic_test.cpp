@@ -44,8 +44,11 @@ TEST(Arithmetic, BroadcastBackwardShapes) {
       EXPECT_GRADCHECK(op, {dense(c.a), positive(c.b)});
       Variable a(dense(c.a), true), b(positive(c.b), true);
       sum(op({a, b})).backward();
-      EXPECT_EQ(a.grad().shape(), c.a);
-      EXPECT_EQ(b.grad().shape(), c.b);
+      // (A wrong shape throws in backward, naming the op and both shapes.)
+      EXPECT_EQ(a.grad().shape(), c.a)
+          << "dL/dx has x's shape: summed over what x was broadcast along";
+      EXPECT_EQ(b.grad().shape(), c.b)
+          << "dL/dy has y's shape: summed over what y was broadcast along";
     }
   }
 }

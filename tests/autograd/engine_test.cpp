@@ -2,6 +2,8 @@
 // no_grad, detach, anomaly mode, and errors that name the op.
 #include <cmath>
 #include <functional>
+#include <map>
+#include <string>
 
 #include "check.h"
 
@@ -11,6 +13,69 @@ using namespace testing;
 
 Variable scalar_var(double v) { return Variable(scalar_tensor(v, DType::Float64), true); }
 
+// Exercise 1 (forward_order): the list backward walks in reverse, on the
+// diamond b = 2a, c = a + b, L = exp(b) + c k (k a constant, a null input),
+// judged on what makes a walk work, each failure said in those terms.
+TEST(Engine, ForwardOrderPutsEachNodeAfterItsInputs) {
+  Variable a = scalar_var(3), k(scalar_tensor(5, DType::Float64));
+  Variable b = a * 2.0, c = a + b, e = exp(b), ck = c * k, loss = e + ck;
+  const std::map<const VariableImpl*, std::string> name = {
+      {a.impl().get(), "a"},         {b.impl().get(), "b = 2a"},
+      {c.impl().get(), "c = a + b"}, {e.impl().get(), "exp(b)"},
+      {ck.impl().get(), "c k"},      {loss.impl().get(), "L = exp(b) + c k"}};
+  const std::vector<VariableImpl*> order = forward_order(loss.impl().get());
+  ASSERT_FALSE(order.empty()) << "forward_order returned nothing: list every node from the "
+                              << "leaves to root";
+  EXPECT_EQ(order.back(), loss.impl().get())
+      << "root (L) must come last: backward walks the list in reverse and starts from it";
+  std::map<const VariableImpl*, size_t> at;
+  for (size_t i = 0; i < order.size(); ++i) {
+    ASSERT_TRUE(name.count(order[i])) << "the list holds something that is not a node reachable "
+                                      << "from root (an input that needs no gradient is a null "
+                                      << "pointer: skip it)";
+    EXPECT_FALSE(at.count(order[i])) << name.at(order[i]) << " is listed twice: two paths reach "
+                                     << "it, and each node must be listed once";
+    at.try_emplace(order[i], i);
+  }
+  for (const auto& [impl, n] : name) {
+    ASSERT_TRUE(at.count(impl)) << n << " is missing: every node reachable from root is listed";
+    if (!impl->grad_fn) continue;
+    for (const auto& input : impl->grad_fn->inputs) {
+      if (!input) continue;
+      EXPECT_LT(at[input.get()], at[impl])
+          << n << " comes before its input " << name.at(input.get())
+          << ": backward walks the list in reverse, so " << name.at(input.get())
+          << " would run before " << n << " has sent it its share";
+    }
+  }
+}
+
+// Twelve diamonds in a row: 2^12 paths from the end back to x, 37 nodes. A
+// list that follows paths rather than nodes has thousands of entries.
+TEST(Engine, ForwardOrderListsEachNodeOnceOnAChainOfDiamonds) {
+  Variable x = scalar_var(1);
+  Variable y = x;
+  size_t nodes = 1;
+  for (int i = 0; i < 12; ++i) {
+    Variable b = y * 2.0;
+    y = (y + b) / 3.0;
+    nodes += 3;
+  }
+  EXPECT_EQ(forward_order(y.impl().get()).size(), nodes)
+      << "12 diamonds have " << nodes << " nodes: a node reached along two paths is listed once, "
+      << "or the list doubles with each diamond (remember which nodes you have listed)";
+}
+
+// A chain, where no value is used twice: backward needs only the order.
+TEST(Engine, BackwardWalksAChain) {
+  Variable x = scalar_var(0.5);
+  Variable y = exp(x * 2.0) + 1.0;  // dy/dx = 2 exp(2x)
+  y.backward();
+  EXPECT_NEAR(x.grad().item(), 2 * std::exp(1.0), 1e-12)
+      << "y = exp(2x) + 1 at x = 0.5: dy/dx = 2 exp(2x) = 5.4366; backward walks your list in "
+      << "reverse";
+}
+
 // f = x*(x*a) + (x*x)*a + x*(x*a) at x = a = 1: each term is x^2 a, so
 // df/dx = 3 * 2 x a = 6. Engines that overwrite instead of accumulate when a
 // value is used more than once get 2 or 4.
@@ -18,17 +83,20 @@ TEST(Engine, RepeatedUseAccumulates) {
   Variable x = scalar_var(1), a = scalar_var(1);
   Variable f = x * (x * a) + (x * x) * a + x * (x * a);
   f.backward();
-  EXPECT_DOUBLE_EQ(x.grad().item(), 6);
-  EXPECT_DOUBLE_EQ(a.grad().item(), 3);
+  EXPECT_DOUBLE_EQ(x.grad().item(), 6)
+      << "x is used six times, each use sending it a share of 1: dL/dx is the sum of the shares. "
+      << "Less than 6 means some shares were dropped: add_gradient must add what came before";
+  EXPECT_DOUBLE_EQ(a.grad().item(), 3) << "a is used three times, a share of 1 each";
 }
 
 TEST(Engine, SelfAddAndSelfMul) {
   Variable x = scalar_var(3);
   (x + x).backward();
-  EXPECT_DOUBLE_EQ(x.grad().item(), 2);
+  EXPECT_DOUBLE_EQ(x.grad().item(), 2) << "x + x sends x a 1 along each of its two inputs: 2";
   x.zero_grad();
   (x * x).backward();
-  EXPECT_DOUBLE_EQ(x.grad().item(), 6);
+  EXPECT_DOUBLE_EQ(x.grad().item(), 6)
+      << "x * x sends x the other factor, 3, along each input: 3 + 3 = 6";
 }
 
 TEST(Engine, DiamondGraph) {
@@ -38,7 +106,9 @@ TEST(Engine, DiamondGraph) {
   Variable b = exp(a), c = a * a;
   Variable d = b + c;
   d.backward();
-  EXPECT_NEAR(x.grad().item(), 3 * (std::exp(6.0) + 2 * 6), 1e-9);
+  EXPECT_NEAR(x.grad().item(), 3 * (std::exp(6.0) + 2 * 6), 1e-9)
+      << "a feeds b = exp(a) and c = a a: its gradient is the sum of both branches' shares, "
+      << "exp(6) + 2 * 6, times da/dx = 3";
 }
 
 TEST(Engine, LeafGradientsAccumulateAcrossBackwardsUntilZeroed) {

@@ -2,6 +2,7 @@
 // checked on graphs small enough to work out by hand.
 #include "autograd/graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "check.h"
@@ -36,7 +37,7 @@ TEST(Graph, NodesEdgesAndTheNormsOnThem) {
   EXPECT_EQ(g.nodes[1].label, "mul");
   EXPECT_EQ(g.nodes[1].detail, "(3)");
   EXPECT_EQ(g.nodes[2].label, "sum");
-  EXPECT_EQ(g.nodes[2].detail, "()");
+  EXPECT_EQ(g.nodes[2].detail, "value 14");  // a single number: its value, not "()"
   ASSERT_EQ(g.edges.size(), 3u);
   EXPECT_EQ(g.edges[0].from, 0u);
   EXPECT_EQ(g.edges[0].to, 1u);
@@ -228,18 +229,116 @@ TEST(Graph, SvgHasABoxPerNodeAndACurvePerEdge) {
 }
 
 // Where the gradient stops: an edge below 1e-6 of the largest is drawn in
-// the warning colour, an exact zero dashed; the others are not.
-TEST(Graph, SvgMarksAVanishedGradient) {
+// the warning colour; one that is zero whatever reached its op (c * 0) is a
+// zero by structure, grey and dotted, "~0"; the others are neither.
+TEST(Graph, SvgTellsAVanishedGradientFromAZeroByStructure) {
   Variable a = leaf({1, 2}), b = leaf({3, 4}), c = leaf({5});
   GraphCapture capture;
   Variable loss = sum(a * 1e-9) + sum(b) + sum(c * 0.0);
   loss.backward();
-  const std::string svg = to_svg(loss, {.capture = &capture});
-  EXPECT_EQ(count(svg, "class=\"edge\" d="), build_graph(loss, {}).edges.size());
-  EXPECT_EQ(count(svg, "stroke=\"#d55e00\""), 2u);  // a's edge and c's
-  EXPECT_EQ(count(svg, "stroke-dasharray"), 1u);    // c's: exactly zero
-  EXPECT_EQ(count(svg, ">0</text>"), 1u);
+  const Graph g = build_graph(loss, {.capture = &capture});
+  int zeros = 0;
+  for (const GraphEdge& e : g.edges) zeros += e.structural_zero;
+  EXPECT_EQ(zeros, 1);
+  const std::string svg = to_svg(g);
+  EXPECT_EQ(count(svg, "class=\"edge\" d="), g.edges.size());
+  EXPECT_EQ(count(svg, "stroke=\"#d55e00\""), 1u);  // a's edge: vanished
+  EXPECT_EQ(count(svg, "stroke-dasharray"), 1u);    // c's: zero by structure
+  EXPECT_EQ(count(svg, ">~0</text>"), 1u);
   EXPECT_EQ(count(svg, ">1.4e-09</text>"), 1u);  // ||1e-9 * [1, 1]||
+  EXPECT_NE(to_dot(g).find("[label=\"~0\", style=dotted"), std::string::npos);
+}
+
+// A shift added to every score of a softmax row changes nothing, so its
+// gradient is zero up to rounding (as a key's bias in attention): in float32
+// it comes out near 1e-8 of what reached the add, and is drawn as a zero by
+// structure, while x's gradient, as small as it may be, is not.
+TEST(Graph, AShiftBeforeASoftmaxIsAZeroByStructure) {
+  Generator gen(3);
+  Variable x(randn({3, 4}, gen), true), shift(randn({3, 1}, gen), true);
+  Variable weights(randn({3, 4}, gen));
+  GraphCapture capture;
+  Variable loss = sum(softmax(x + shift, -1) * weights);
+  loss.backward();
+  const Graph g = build_graph(
+      loss, {.capture = &capture, .names = {{x.impl().get(), "x"}, {shift.impl().get(), "s"}}});
+  for (const GraphEdge& e : g.edges) {
+    const std::string& from = g.nodes[e.from].label;
+    EXPECT_EQ(e.structural_zero, from == "s") << from << " " << e.grad_norm;
+    if (from == "s") {
+      EXPECT_GT(e.grad_norm, 0);  // not exactly 0: rounding
+      EXPECT_LT(e.grad_norm, 1e-5);
+    }
+  }
+}
+
+// micrograd's picture: a single number's box shows its value, and its
+// gradient where one is kept (a leaf's; an intermediate's with retain_grad);
+// a name given to an op's result joins the op's name.
+TEST(Graph, ASingleNumberShowsItsValueAndGradient) {
+  Variable a(scalar_tensor(-4, DType::Float64), true), b(scalar_tensor(2, DType::Float64), true);
+  Variable e = a * b;  // -8
+  e.retain_grad();
+  Variable d = e + 10.0;      // 2, held: an intermediate nobody holds keeps no value
+  Variable loss = pow(d, 2);  // 4: dL/de = 2 (e + 10) = 4
+  loss.backward();
+  const Graph g = build_graph(
+      loss, {.names = {{a.impl().get(), "a"}, {b.impl().get(), "b"}, {e.impl().get(), "e"}}});
+  std::vector<std::string> boxes;
+  for (const GraphNode& n : g.nodes) boxes.push_back(n.label + " | " + n.detail);
+  EXPECT_EQ(boxes, (std::vector<std::string>{"a | value -4, grad 8", "b | value 2, grad -16",
+                                             "mul: e | value -8, grad 4", "add | value 2",
+                                             "pow | value 4"}));
+}
+
+// A chain too long for one row wraps into rows no wider than a screen, each
+// edge into the next row running back under the row it leaves.
+TEST(Graph, ALongGraphWrapsIntoRowsThatFitAScreen) {
+  Variable x = leaf({1, 2});
+  Variable y = x;
+  for (int i = 0; i < 120; ++i) y = y * 1.0;
+  GraphCapture capture;
+  Variable loss = sum(y);
+  loss.backward();
+  const std::string svg = to_svg(loss, {.capture = &capture});
+  const double width = std::stod(svg.substr(svg.find("width=\"") + 7));
+  const double height = std::stod(svg.substr(svg.find("height=\"") + 8));
+  EXPECT_LE(width, 2400);
+  EXPECT_GT(width, 2000);  // the rows are filled
+  // 122 boxes of about 100 px and a gap: six or so rows, an edge back each.
+  const size_t back = count(svg, "class=\"back\"");
+  EXPECT_GE(back, 4u);
+  EXPECT_LE(back, 8u);
+  EXPECT_GT(height, 128 + static_cast<double>(back) * 36);  // the rows stack
+  EXPECT_EQ(count(svg, "class=\"edge\""), 121u);
+}
+
+// While a capture records, fused attention runs as its composed reference,
+// so a drawing shows the softmax with its gradient on every edge; without
+// one it is one op. The gradients are the same either way, to rounding.
+TEST(Graph, ACaptureDrawsAttentionAsItsOps) {
+  Generator gen(5);
+  const auto input = [&](Shape s) { return Variable(randn(s, gen, DType::Float64), true); };
+  Variable q = input({2, 3, 4}), k = input({2, 5, 4}), v = input({2, 5, 4});
+  const auto labels = [](const Graph& g) {
+    std::vector<std::string> out;
+    for (const GraphNode& n : g.nodes) out.push_back(n.label);
+    return out;
+  };
+  Variable fused = sum(fused_attention(q, k, v, 0.5, Tensor()));
+  fused.backward();
+  const Tensor dq = q.grad().clone();
+  q.zero_grad();
+  EXPECT_EQ(labels(build_graph(fused)).size(), 5u);  // q, k, v, fused_attention, sum
+  EXPECT_EQ(labels(build_graph(fused))[3], "fused_attention");
+  GraphCapture capture;
+  Variable drawn = sum(fused_attention(q, k, v, 0.5, Tensor()));
+  drawn.backward();
+  const std::vector<std::string> ops = labels(build_graph(drawn, {.capture = &capture}));
+  for (const char* op : {"transpose", "matmul", "mul", "softmax"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), "fused_attention"), ops.end());
+  testing::expect_near_vec(q.grad(), dq.to_vector(), 1e-12);
 }
 
 TEST(Graph, WithoutNormsTheLegendSaysHowToGetThem) {

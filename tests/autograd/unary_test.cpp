@@ -43,6 +43,53 @@ TEST(Unary, GradcheckAllLayouts) {
   }
 }
 
+// Exercise 4 (tanh_backward), by hand: dL/dx = g (1 - tanh(x)^2), on inputs
+// where a sign, a missing square or a missing g would show.
+TEST(Unary, TanhBackwardByHand) {
+  const std::vector<double> xs = {-1.5, 0, 2}, gs = {1, 2, -1};
+  Variable x(from_vector(xs, DType::Float64), true);
+  tanh(x).backward(from_vector(gs, DType::Float64));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double y = std::tanh(xs[i]), want = gs[i] * (1 - y * y);
+    EXPECT_NEAR(x.grad().to_vector()[i], want, 1e-12)
+        << "tanh's backward at x = " << xs[i] << " (y = tanh(x) = " << y
+        << ") with dL/dy = " << gs[i] << ": got " << x.grad().to_vector()[i]
+        << ", want dL/dy (1 - y^2) = " << want;
+  }
+}
+
+// Exercise 4 in a model: a network with one tanh layer learns XOR by plain
+// gradient descent in float64, through tanh's backward. A wrong backward
+// shows as a network that does not learn.
+TEST(Unary, TanhNetworkLearnsXor) {
+  Generator gen(7);
+  Variable x(from_vector({-1, -1, -1, 1, 1, -1, 1, 1}, {4, 2}, DType::Float64));
+  Variable target(from_vector({0, 1, 1, 0}, {4, 1}, DType::Float64));
+  Variable w1(randn({2, 4}, gen, DType::Float64), true), b1(zeros({4}, DType::Float64), true);
+  Variable w2(randn({4, 1}, gen, DType::Float64, 0, 0.5), true);
+  Variable b2(zeros({1}, DType::Float64), true);
+  const auto loss_now = [&] {
+    Variable out = matmul(tanh(matmul(x, w1) + b1), w2) + b2;  // (4, 1)
+    return mean(pow(out - target, 2));
+  };
+  const double first = loss_now().item();
+  double last = first;
+  for (int step = 0; step < 500; ++step) {
+    Variable loss = loss_now();
+    last = loss.item();
+    for (Variable* p : {&w1, &b1, &w2, &b2}) p->zero_grad();
+    loss.backward();
+    for (Variable* p : {&w1, &b1, &w2, &b2}) {
+      Tensor data = p->data();  // the same memory: a step in place
+      add_(data, mul(p->grad(), -0.5));
+    }
+  }
+  EXPECT_LT(last, 0.01) << "a tanh network on XOR, 500 steps of gradient descent: its loss went "
+                        << "from " << first << " to " << last << ", where a right tanh backward "
+                        << "takes it below 0.01. The gradient through tanh is wrong in sign or "
+                        << "size: check dL/dx = dL/dy (1 - y^2)";
+}
+
 // Far from 0, e^-x overflows (float32 below -88): silu and its derivative
 // are then 0, not NaN, and x and 1 far above 0.
 TEST(Unary, SiluIsFiniteAtTheExtremes) {

@@ -45,6 +45,23 @@ TEST_F(StepGraphTest, EveryTrainingProgramDrawsAStepWithItsGradientNorms) {
   }
 }
 
+// The default model at the default depth: attention drawn as its ops, the
+// softmax a box of its own, and the drawing no wider or taller than a screen.
+TEST_F(StepGraphTest, AtTheDefaultDepthTheSoftmaxShowsAndTheDrawingFitsAScreen) {
+  Result r = run(kSeq2seq, {"--steps", "1", "--eval-every", "0", "--eval-examples", "16",
+                            "--show", "0", "--out", path("run"), "--graph", path("g.svg")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string svg = read(path("g.svg"));
+  EXPECT_GT(count(svg, ">softmax</text>"), 0u);
+  EXPECT_EQ(count(svg, ">fused_attention</text>"), 0u);
+  const double width = std::stod(svg.substr(svg.find("width=\"") + 7));
+  const double height = std::stod(svg.substr(svg.find("height=\"") + 8));
+  EXPECT_LE(width, 2400);
+  EXPECT_LE(height, 2400);
+  // The key projections' biases get a zero by structure, drawn as such.
+  EXPECT_GT(count(svg, ">~0</text>"), 0u);
+}
+
 // Folded to the model's parts and written as Graphviz text; at step 2.
 TEST_F(StepGraphTest, DotFoldedIntoModulesAtALaterStep) {
   std::vector<std::string> args = tiny_run_args("seq2seq", path("run"), "3");

@@ -45,4 +45,48 @@ inline CsvColumns read_csv_columns(const std::string& path) {
 
 inline double csv_value(const std::string& cell) { return cell.empty() ? NAN : std::stod(cell); }
 
+// A file whose cells may be quoted (RFC 4180: a quoted cell holds commas and
+// doubled quotes; criteria.csv's settings and texts do), as rows of cells,
+// the header first.
+inline std::vector<std::vector<std::string>> read_csv_rows(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quoted && c == '"' && i + 1 < s.size() && s[i + 1] == '"') {
+      cell += '"', ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && c == ',') {
+      rows.back().push_back(cell), cell.clear();
+    } else if (!quoted && c == '\n') {
+      rows.back().push_back(cell), cell.clear();
+      rows.emplace_back();
+    } else {
+      cell += c;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+// The same as columns by name.
+inline CsvColumns read_quoted_csv_columns(const std::string& path) {
+  const std::vector<std::vector<std::string>> rows = read_csv_rows(path);
+  CsvColumns out;
+  if (rows.empty()) return out;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r].size(), rows[0].size()) << path << ": row " << r;
+    for (size_t i = 0; i < rows[0].size() && i < rows[r].size(); ++i)
+      out[rows[0][i]].push_back(rows[r][i]);
+  }
+  return out;
+}
+
 }  // namespace gradflow::testing

@@ -246,12 +246,15 @@ TEST_F(StudyProgramTest, TheEstimateFlagPrintsThePlanAndExits) {
   Result r = run(kScalingStudy, {"--estimate", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
   // The default run's parts and their jobs: init's 11 arms x 5 d_k x 3 key
-  // counts, train's 2 tasks x 2 d_k x 7 arms x 5 seeds, sgd's 36 selection
-  // runs (2 d_k x 3 arms x 3 rates x 2 seeds), 35 compared (2 arms x 5 seeds
-  // at each d_k, clipped, and at d_k 256 unclipped) and 5 at the common rate
-  // 0.1, depth's 11 arms x 2 norm placements x 4 depths.
-  EXPECT_NE(r.out.find("plan: init 165 draw sets, train 140 runs, sgd 76 runs, depth 88 stacks "
-                       "(469 jobs)\n"),
+  // counts; train's 2 tasks x 2 d_k x 7 arms x 5 seeds and the 155 runs of
+  // the seeds its criteria need beyond them (extra_seeds: 60 at each task's
+  // d_k 256, 25 at reverse's d_k 16, 10 at recall's); sgd's 36 selection
+  // runs (2 d_k x 3 arms x 3 rates x 2 seeds) and at most 80 compared (2
+  // arms x 10 seeds at each d_k, clipped, at d_k 256 unclipped, and at the
+  // common rate 0.1 where an arm's chosen one is not it); depth's 11 arms x
+  // 2 norm placements x 4 depths.
+  EXPECT_NE(r.out.find("plan: init 165 draw sets, train 295 runs, sgd 116 runs, depth 88 stacks "
+                       "(664 jobs)\n"),
             std::string::npos)
       << r.out;
   const size_t estimate = r.out.find("\nestimate: about ");

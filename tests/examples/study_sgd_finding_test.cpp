@@ -49,7 +49,6 @@ double capped(const SweepRun& r) {
   return r.diverged || !std::isfinite(r.final_loss) ? r.initial_loss
                                                     : std::min(r.final_loss, r.initial_loss);
 }
-double accuracy(const SweepRun& r) { return r.diverged ? NAN : r.accuracy; }
 double log_ratio(const SweepRun& r) { return r.ratio > 0 ? std::log10(r.ratio) : NAN; }
 double clipped(const SweepRun& r) { return r.clipped; }
 double share(const SweepRun& r) { return r.share; }
@@ -111,7 +110,6 @@ int64_t diverged(const std::vector<const SweepRun*>& runs) {
 bool decided(const stats::Interval& i) {
   return i.n >= 2 && std::isfinite(i.lo) && std::isfinite(i.hi);
 }
-const char* yes_no(bool b) { return b ? "yes" : "no"; }
 
 TEST_F(StudySgdFinding, ItsNumbersComeFromSgdSweepCsv) {
   const std::string out = path("study");
@@ -179,7 +177,7 @@ TEST_F(StudySgdFinding, ItsNumbersComeFromSgdSweepCsv) {
   const bool a = ratio_common.hi<0, b = ratio_chosen.hi<0, c = gap_256.lo> 0.05, d = growth.lo> 0;
   const std::map<std::string, std::pair<stats::Interval, bool>> expected = {
       {"a", {ratio_common, a}}, {"b", {ratio_chosen, b}}, {"c", {gap_256, c}}, {"d", {growth, d}}};
-  const CsvColumns criteria = read_csv_columns(out + "/criteria.csv");
+  const CsvColumns criteria = read_quoted_csv_columns(out + "/criteria.csv");
   int rows = 0;
   for (size_t i = 0; i < criteria.at("claim").size(); ++i) {
     if (criteria.at("claim")[i] != "C13") continue;

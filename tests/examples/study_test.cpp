@@ -383,13 +383,6 @@ std::vector<DepthRow> depth_rows(double pre_rise, double post_rise, double sprea
   return rows;
 }
 
-const DepthRow& depth_row(const std::vector<DepthRow>& rows, const std::string& placement,
-                          int64_t layer) {
-  for (const DepthRow& r : rows)
-    if (r.mode == kDefaultMode && r.norm_placement == placement && r.layer == layer) return r;
-  throw std::runtime_error("no depth row");
-}
-
 // C15's criterion "whole blocks still grow alike": the paired rise from
 // layer 1 to the last above 0 in both placements. Both outcomes, and the
 // finding's title with them.

@@ -49,10 +49,14 @@ Tensor causal() { return causal_mask(T, S, DType::Float64, S - T); }
 
 TEST(CausalMask, OnesAboveTheShiftedDiagonal) {
   Tensor m = causal_mask(3, 5, DType::Float32, 1);
+  ASSERT_EQ(m.shape(), (Shape{3, 5})) << "the mask is (T, S): 3 queries by 5 keys";
   for (int64_t i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(m.at({i, j}), j > i + 1 ? 1.0 : 0.0);
-  EXPECT_EQ(causal_mask(4, 4).at({0, 1}), 1.0);
-  EXPECT_EQ(causal_mask(4, 4).at({1, 1}), 0.0);
+    for (int64_t j = 0; j < 5; ++j)
+      EXPECT_EQ(m.at({i, j}), j > i + 1 ? 1.0 : 0.0)
+          << "offset 1: query " << i << " sits at position " << i + 1 << ", so key " << j
+          << (j > i + 1 ? " is in its future: hidden, 1" : " is not in its future: seen, 0");
+  EXPECT_EQ(causal_mask(4, 4).at({0, 1}), 1.0) << "no offset: query 0 must not see key 1";
+  EXPECT_EQ(causal_mask(4, 4).at({1, 1}), 0.0) << "no offset: query 1 sees itself, key 1";
 }
 
 TEST(Attention, EveryScaleModeAndMaskMatchesTheReference) {

@@ -248,6 +248,10 @@ TEST(MultiHeadAttention, EachHeadAttendsWithItsOwnChannels) {
   const double c = sigmoid(7 / r);   // head 1, query 0: logits (5, -2) / sqrt(2)
   const double e = sigmoid(-3 / r);  // head 1, query 1: logits (-2, 1) / sqrt(2)
   // Query 1 of head 0 (logits (0, 1) / sqrt(2)) gives key 0 the weight 1 - a.
+  SCOPED_TRACE(
+      "identity projections: head 0 must attend with channels 0-1 of each position, "
+      "head 1 with channels 2-3; outputs out of place mean a head got another head's "
+      "or another position's channels");
   expect_near_vec(mha.forward(Variable(x), Variable(x)).data(),
                   {a, 1 - a, 3 * c - 1, c, 1 - a, a, 3 * e - 1, e}, 1e-12);
 }

@@ -291,6 +291,10 @@ TEST(Reduce, SoftmaxOfMaskedRows) {
                   {-kInf, -kInf, -kInf, std::log(0.25), -kInf, std::log(0.75)}, 1e-7);
     // Along axis 0 of the transpose, the same rows.
     expect_tensor(softmax(x.transpose(0, 1), 0), {3, 2}, {0, 0.25, 0, 0, 0, 0.75}, 1e-7);
+    // A masked key's weight is exactly 0, as the fused attention's is, not
+    // float32's fast exp of -87 (1e-38): its value then adds nothing at all.
+    EXPECT_EQ(softmax(x, 1).at({1, 1}), 0.0) << dtype_name(dt);
+    EXPECT_EQ(softmax(x.transpose(0, 1), 0).at({1, 1}), 0.0) << dtype_name(dt);
   }
   EXPECT_EQ(softmax(zeros({2, 0}), 1).shape(), (Shape{2, 0}));
 }
