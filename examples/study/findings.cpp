@@ -109,7 +109,9 @@ Finding finding_from(const Verdict& v) {
   }
   if (!checks.empty())
     f.text += " Checks that the arms were built as declared (not evidence):" + checks;
-  f.detail = v.id + " " + v.verdict + ". " + v.measured + ". " + v.reason +
+  // A claim measured only by its criteria has no summary line ("-"): say nothing for it.
+  const std::string measured = v.measured == "-" ? "" : v.measured + ". ";
+  f.detail = v.id + " " + v.verdict + ". " + measured + v.reason +
              (v.checks.empty() ? "" : ". Checks: " + v.checks) + ".";
   return f;
 }

@@ -134,8 +134,8 @@ Flags parse_flags(int argc, char** argv) {
       .max(64);
   args.add_flag("--full", &f.full,
                 "every part, each larger: 10 training seeds instead of 5, more draws, every arm "
-                "--full trains, and the parts the default run leaves out (11 minutes on 2 "
-                "cores at seed 0)");
+                "--full trains, and the parts the default run leaves out (--full --estimate "
+                "prints its time here)");
   args.add("--seeds", &f.seeds, "seeds of every training part (0: each part's own)")
       .min(0)
       .max(1000);

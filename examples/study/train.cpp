@@ -206,7 +206,8 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     }
   int modes = 0;
   std::string figures;
-  // One row per mode for each of (a) and (b): each needs every mode.
+  // One row for each of (a) and (b), as declared: each needs every mode. The
+  // row's setting lists each mode's own outcome, then the row's comes after it.
   std::vector<Outcome> entropy = {{.criterion = "a", .passed = true}},
                        ratio = {{.criterion = "b", .passed = true}};
   auto bounds = [](const BootstrapInterval& b) {
@@ -245,6 +246,8 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
                         .estimate = {normalised_max / unscaled_max, kNaN, kNaN, kNaN, 0}});
   else
     untested.push_back("c");
+  for (Outcome* o : {&entropy.front(), &ratio.front()})
+    o->setting = "every mode (" + o->setting + "), in all";
   if (modes > 0)
     outcomes.insert(outcomes.end(), {entropy.front(), ratio.front()});
   else
