@@ -13,8 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "examples/toolkit/page/study_page.h"
-#include "examples/toolkit/plot/svg_plot.h"
 #include "nn/io/atomic_file.h"
 #include "tests/examples/html_check.h"
 #include "tests/examples/run_program.h"
@@ -192,24 +190,21 @@ TEST_F(PageTest, ABrowserShowsACorpusScriptAsTextAndRunsNoneOfIt) {
   EXPECT_NE(opened.dom.find(kScriptEscaped), std::string::npos);
 }
 
+// The page a small study leaves (scaling_study writes it after report.md): its figures, the
+// curves' legends and the verdict table, with no script error.
 TEST_F(PageTest, ABrowserOpensTheStudysPage) {
   const std::string browser = find_browser();
   if (browser.empty()) GTEST_SKIP() << "no headless browser (chromium) on PATH";
-  plot::Figure f{.title = "loss", .x = {.label = "step"}};
-  f.series.push_back({.label = "none", .x = {0, 10}, .y = {2, 1}});
-  f.series.push_back({.label = "inv_sqrt_dk", .x = {0, 10}, .y = {2, 0.5}});
-  fs::create_directories(path("study"));
-  write_file_atomic(path("study/loss_curves.svg"),
-                    plot::render_svg_grid({f, f}, 2, {.legend_once = true}));
-  write_file_atomic(path("study/report.md"),
-                    "# Study\n\n## What this run shows\n\n1. **Holds.** See "
-                    "[loss_curves.svg](loss_curves.svg).\n\n## Plots\n\n"
-                    "![loss_curves.svg](loss_curves.svg)\n\nThe loss.\n");
-  page::write_study_page(path("study"));
+  const Result r = run(kScalingStudy, {"--parts", "train", "--tasks", "reverse", "--d-ks", "8",
+                                       "--modes", "inv_sqrt_dk,none", "--seeds", "1", "--steps",
+                                       "4", "--out", path("study")});
+  ASSERT_EQ(r.code, 0) << r.err;
   const Opened opened = open_in_browser(browser, path("study/index.html"));
   EXPECT_EQ(console_lines(opened.log), "");
   EXPECT_NE(opened.dom.find("data-script=\"ran\""), std::string::npos) << opened.log;
-  EXPECT_NE(opened.dom.find("id=\"fig-loss-curves-svg\""), std::string::npos);
+  for (const char* figure : {"id=\"fig-loss-curves-svg\"", "id=\"fig-attention-maps-svg\"",
+                             "class=\"legend-entry\"", "class=\"verdict-"})
+    EXPECT_NE(opened.dom.find(figure), std::string::npos) << figure;
 }
 
 }  // namespace
