@@ -144,6 +144,35 @@ TEST_F(PageTest, Seq2seqLeavesAPageWithCurvesMapsAndTheGraph) { seq2seq_page(); 
 
 TEST_F(PageTest, CharlmShowsACorpusHoldingAScriptAsText) { charlm_page(); }
 
+// A page opened while the run trains shows it so far and reloads itself; stopped, the run
+// leaves a page that says how it ended and no longer reloads.
+TEST_F(PageTest, APageOpenedDuringTrainingShowsTheRunSoFarAndReloads) {
+  const std::string out = path("live"), page = out + "/index.html";
+  const pid_t pid = spawn(
+      kSeq2seq, {"--steps", "1000000", "--eval-every", "5", "--save-every", "0", "--out", out});
+  // The page of the first evaluation: written at the start, then at each evaluation.
+  std::string html;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (html.find("\"steps\": [5") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    html = read(page);  // whole or absent: it is written atomically
+  }
+  ::kill(pid, SIGTERM);
+  const Result stopped = wait(pid);
+  EXPECT_EQ(stopped.code, 128 + SIGTERM) << stopped.err;
+  ASSERT_NE(html.find("\"steps\": [5"), std::string::npos) << "no evaluation on the page in 60 s";
+  const HtmlCheck live = check_html(html);
+  EXPECT_TRUE(live.problems.empty()) << live.summary();
+  EXPECT_NE(html.find("<meta http-equiv=\"refresh\" content=\"15\"/>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"live\">Running</span>: step "), std::string::npos);
+  EXPECT_TRUE(live.ids.count("map-0"));
+  const std::string last = read(page);
+  EXPECT_TRUE(check_html(last).problems.empty());
+  EXPECT_EQ(last.find("http-equiv=\"refresh\""), std::string::npos);
+  EXPECT_NE(last.find("Interrupted (SIGTERM): step "), std::string::npos);
+}
+
 TEST_F(PageTest, EveryTrainingProgramWritesItsPage) {
   for (const ListedProgram& p : programs_of_kind("training")) {
     const std::string out = path(p.name);
@@ -195,9 +224,9 @@ TEST_F(PageTest, ABrowserShowsACorpusScriptAsTextAndRunsNoneOfIt) {
 TEST_F(PageTest, ABrowserOpensTheStudysPage) {
   const std::string browser = find_browser();
   if (browser.empty()) GTEST_SKIP() << "no headless browser (chromium) on PATH";
-  const Result r = run(kScalingStudy, {"--parts", "train", "--tasks", "reverse", "--d-ks", "8",
-                                       "--modes", "inv_sqrt_dk,none", "--seeds", "1", "--steps",
-                                       "4", "--out", path("study")});
+  const Result r = run(
+      kScalingStudy, {"--parts", "train", "--tasks", "reverse", "--d-ks", "8", "--modes",
+                      "inv_sqrt_dk,none", "--seeds", "1", "--steps", "4", "--out", path("study")});
   ASSERT_EQ(r.code, 0) << r.err;
   const Opened opened = open_in_browser(browser, path("study/index.html"));
   EXPECT_EQ(console_lines(opened.log), "");

@@ -37,6 +37,7 @@ figcaption { font-size: 0.9em; color: #444; max-width: 60em; }
 .verdict-partly { background: #fcf3cf; }
 .verdict-not { background: #f8d7da; }
 .verdict-unclear { background: #eee; }
+td[class^="verdict-"] { white-space: nowrap; }  /* "does not hold" on one line */
 .legend-entry { cursor: pointer; }
 .legend-entry.off { opacity: 0.3; }
 .slider { position: sticky; top: 0; background: white; padding: 0.4em 0; z-index: 1; }
