@@ -23,9 +23,8 @@ const std::vector<ScopeEntry> kNoScopes;
 double frobenius(const Tensor& t) {
   const Tensor c = t.contiguous();  // summed in place: a vector of a large gradient grows the heap
   double sum = 0;
-  if (c.dtype() == DType::Float32)
-    for (const float *p = c.data<float>(), *end = p + c.numel(); p != end; ++p)
-      sum += double(*p) * *p;
+  if (const float* p = c.dtype() == DType::Float32 ? c.data<float>() : nullptr)
+    for (int64_t i = 0; i < c.numel(); ++i) sum += double(p[i]) * p[i];
   else
     for (double v : c.to_vector()) sum += v * v;
   return std::sqrt(sum);
