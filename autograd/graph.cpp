@@ -21,8 +21,12 @@ const std::vector<ScopeEntry> kNoScopes;
 
 // The Frobenius norm in double, whatever the dtype and layout.
 double frobenius(const Tensor& t) {
+  const Tensor c = t.contiguous();  // summed in place: a vector of a large gradient grows the heap
   double sum = 0;
-  for (double v : t.to_vector()) sum += v * v;
+  if (const float* p = c.dtype() == DType::Float32 ? c.data<float>() : nullptr)
+    for (int64_t i = 0; i < c.numel(); ++i) sum += double(p[i]) * p[i];
+  else
+    for (double v : c.to_vector()) sum += v * v;
   return std::sqrt(sum);
 }
 

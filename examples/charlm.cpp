@@ -219,6 +219,21 @@ int run(int argc, char** argv) {
                                    sampling, sampler);
     return e;
   };
+  // The page's sample at each evaluation: from a generator of its own, the same draws each
+  // time, so two evaluations' samples differ by what the model learned in between.
+  hooks.page_text = [&] {
+    Generator page_sampler(static_cast<uint64_t>(flags.seed) ^ 0x9a6eull);
+    return "sample (temperature " + cli::number_text(temperature) + ", top-k " +
+           std::to_string(top_k) + "):\n" +
+           sample(model, data, prompt_ids,
+                  std::min<int64_t>(std::max<int64_t>(sample_tokens, 1), 300), sampling,
+                  page_sampler);
+  };
+  const Tensor map_window = [&] {  // the first held-out window the evaluation scores
+    Generator gen = split_generator(nn::Split::Val);
+    return data.batch(nn::Split::Val, flags.batch, context, gen).first.narrow(0, 0, 1).contiguous();
+  }();
+  hooks.attention_example = [&] { return map_example(model, data, map_window); };
   Report report{.batch_of = "windows",
                 .metrics = {"train_loss", "val_loss"},
                 .metadata = {{"vocab_bytes", vocab_codes(data.chars())}}};
@@ -232,12 +247,9 @@ int run(int argc, char** argv) {
       std::printf("sample (temperature %s, top-k %lld):\n%s\n",
                   cli::number_text(temperature).c_str(), static_cast<long long>(top_k),
                   sample(model, data, prompt_ids, sample_tokens, sampling, sampler).c_str());
-    if (!flags.attention_maps.empty()) {  // the first held-out window the evaluation scores
-      Generator gen = split_generator(nn::Split::Val);
-      const Tensor window = data.batch(nn::Split::Val, flags.batch, context, gen).first;
-      write_attention_maps(model, map_example(model, data, window.narrow(0, 0, 1).contiguous()),
-                           flags.attention_maps, std::cout);
-    }
+    if (!flags.attention_maps.empty())
+      write_attention_maps(model, map_example(model, data, map_window), flags.attention_maps,
+                           std::cout);
   };
   return program.train(model, hooks, report);
 }

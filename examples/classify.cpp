@@ -72,6 +72,21 @@ AttentionExample map_example(const nn::EncoderClassifier& model, const Batch& ba
   return e;
 }
 
+// "  3 1 4 3 -> yes (p 0.912)" a line for each of the first n examples, a wrong answer marked.
+std::string answers_text(const nn::EncoderClassifier& model, const Batch& b, int64_t n) {
+  NoGradGuard no_grad;
+  const Tensor p = softmax(model.forward(b.ids, b.pad).data(), 1);
+  std::string lines;
+  for (int64_t i = 0; i < std::min(n, b.labels.shape()[0]); ++i) {
+    const bool yes = p.at({i, 1}) > 0.5, want = b.labels.at({i}) == 1;
+    char probability[32];
+    std::snprintf(probability, sizeof probability, "%.3f", p.at({i, 1}));
+    lines += "  " + to_string(b, i) + " -> " + (yes ? "yes" : "no") + " (p " + probability + ")" +
+             (yes == want ? "" : "   WRONG") + "\n";
+  }
+  return lines;
+}
+
 struct Scores {
   double loss = 0, accuracy = 0;
 };
@@ -158,14 +173,14 @@ int run(int argc, char** argv) {
     std::printf("held-out (%lld examples): accuracy %.2f%%, loss %.4g\n",
                 static_cast<long long>(eval_examples), 100 * metrics[1], metrics[0]);
   };
+  hooks.attention_example = [&] { return map_example(model, eval_set.front()); };
+  hooks.page_text = [&] {
+    return "held-out examples (does the first symbol recur?):\n" +
+           answers_text(model, eval_set.front(), std::max<int64_t>(show, 6));
+  };
   report.show = [&] {
     const Batch& b = eval_set.front();
-    Tensor p = softmax(model.forward(b.ids, b.pad).data(), 1);
-    for (int64_t i = 0; i < std::min(show, b.labels.shape()[0]); ++i) {
-      const bool yes = p.at({i, 1}) > 0.5, want = b.labels.at({i}) == 1;
-      std::printf("  %s -> %s (p %.3f)%s\n", to_string(b, i).c_str(), yes ? "yes" : "no",
-                  p.at({i, 1}), yes == want ? "" : "   WRONG");
-    }
+    std::cout << answers_text(model, b, show);
     if (!flags.attention_maps.empty())
       write_attention_maps(model, map_example(model, b), flags.attention_maps, std::cout);
   };

@@ -74,9 +74,10 @@ Scores score(const nn::DecoderLM& model, const std::vector<nn::RecallBatch>& set
   return s;
 }
 
-// "k3:v7 k12:v1 ... | k12 -> v1, k3 -> v5 (want v7)  (7/8 right)".
-void print_answers(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
-                   const nn::RecallBatch& b, int64_t n) {
+// "  k3:v7 k12:v1 ... | k12 -> v1, k3 -> v5 (want v7)  (7/8 right)" a line.
+std::string answers_text(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
+                         const nn::RecallBatch& b, int64_t n) {
+  std::string lines;
   const std::vector<int64_t> got = answers(model, b);
   const int64_t t = b.input.shape()[1];
   for (int64_t i = 0; i < std::min(n, b.input.shape()[0]); ++i) {
@@ -98,8 +99,9 @@ void print_answers(const nn::DecoderLM& model, const nn::RecallTaskConfig& task,
       else
         line += " (want " + token_name(task, want) + ")";
     }
-    std::cout << line << "  (" << right << "/" << asked << " right)\n";
+    lines += line + "  (" + std::to_string(right) + "/" + std::to_string(asked) + " right)\n";
   }
+  return lines;
 }
 
 // Sequence 0 of b as --attention-maps draws it, a token name at each position.
@@ -196,6 +198,11 @@ int run(int argc, char** argv) {
     Scores s = score(model, eval_set);
     return Evaluation{{s.loss, s.accuracy}, ""};
   };
+  hooks.attention_example = [&] { return map_example(model, task, eval_set.front()); };
+  hooks.page_text = [&] {
+    return "held-out answers (key:value pairs | query -> the model's answer):\n" +
+           answers_text(model, task, eval_set.front(), std::max<int64_t>(show, 4));
+  };
   Report report{.batch_of = "sequences",
                 .held_out = std::to_string(eval_examples) + " held-out sequences",
                 .metrics = {"val_loss", "accuracy"}};
@@ -207,8 +214,8 @@ int run(int argc, char** argv) {
   };
   report.show = [&] {
     if (show > 0) {
-      std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n";
-      print_answers(model, task, eval_set.front(), show);
+      std::cout << "held-out answers (key:value pairs | query -> the model's answer):\n"
+                << answers_text(model, task, eval_set.front(), show);
     }
     if (!flags.attention_maps.empty())
       write_attention_maps(model, map_example(model, task, eval_set.front()), flags.attention_maps,

@@ -54,19 +54,21 @@ Scores score(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& task,
   return s;
 }
 
-// "3 1 4 -> 4 1 3", marking a wrong prediction with the wanted answer.
-void print_decodes(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& task,
-                   const nn::Seq2SeqBatch& b, int64_t n) {
+// "  3 1 4 -> 4 1 3" a line, marking a wrong prediction with the wanted answer.
+std::string decodes(const nn::EncoderDecoder& model, const nn::ToyTaskConfig& task,
+                    const nn::Seq2SeqBatch& b, int64_t n) {
   NoGradGuard no_grad;
   Tensor out =
       model.greedy_decode(b.src, b.src_pad, nn::kBosToken, nn::kEosToken, nn::tgt_len(task));
+  std::string lines;
   for (int64_t i = 0; i < std::min(n, b.src.shape()[0]); ++i) {
     std::vector<int64_t> src = nn::row_content(b.src, i), want = nn::row_content(b.tgt_out, i),
                          got = nn::row_content(out, i);
-    std::string line = "  " + nn::format_example(task, src, got);
-    if (got != want) line += "   WRONG, want " + nn::tokens_to_string(task, want);
-    std::cout << line << '\n';
+    lines += "  " + nn::format_example(task, src, got);
+    if (got != want) lines += "   WRONG, want " + nn::tokens_to_string(task, want);
+    lines += '\n';
   }
+  return lines;
 }
 
 // Example row 0 of b as --attention-maps draws it: its source up to and including EOS, and
@@ -197,6 +199,11 @@ int run(int argc, char** argv) {
     Scores s = score(model, task, eval_set);
     return Evaluation{{s.loss, s.token_acc, s.seq_acc}, ""};
   };
+  hooks.attention_example = [&] { return map_example(model, task, eval_set.front()); };
+  hooks.page_text = [&] {
+    return "greedy decodes of held-out examples:\n" +
+           decodes(model, task, eval_set.front(), std::max<int64_t>(show, 6));
+  };
   Report report{.held_out = std::to_string(n_eval) + " held-out examples",
                 .metrics = {"val_loss", "token_acc", "seq_acc"}};
   report.summary = [&](const std::vector<double>& metrics) {
@@ -207,8 +214,7 @@ int run(int argc, char** argv) {
   };
   report.show = [&] {
     if (show > 0) {
-      std::cout << "greedy decodes:\n";
-      print_decodes(model, task, eval_set.front(), show);
+      std::cout << "greedy decodes:\n" << decodes(model, task, eval_set.front(), show);
     }
     if (!flags.attention_maps.empty())
       write_attention_maps(model, map_example(model, task, eval_set.front()), flags.attention_maps,

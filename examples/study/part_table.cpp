@@ -205,7 +205,7 @@ const Part* find_part(const std::string& name) {
 
 const std::vector<std::string>& study_files() {
   static const std::vector<std::string> files = [] {
-    std::vector<std::string> out = {"report.md", "criteria.csv"};
+    std::vector<std::string> out = {"report.md", "index.html", "criteria.csv"};
     for (const Part& p : parts()) out.insert(out.end(), p.files.begin(), p.files.end());
     return out;
   }();

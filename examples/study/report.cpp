@@ -12,6 +12,7 @@
 #include "examples/study/part_table.h"
 #include "examples/study/parts.h"
 #include "examples/study/study.h"
+#include "examples/toolkit/page/study_page.h"
 #include "nn/io/atomic_file.h"
 #include "tensor/kernels/blas_info.h"
 
@@ -236,6 +237,7 @@ void write_report(const std::string& dir, const ReportInfo& info,
     if (!s.time_note.empty()) md << " " << s.time_note;
   md << "\n";
   write_file_atomic(dir + "/report.md", md.str());
+  page::write_study_page(dir);  // index.html: the report with its figures, for a browser
 }
 
 }  // namespace gradflow::study

@@ -245,7 +245,10 @@ int run(int argc, char** argv) {
   study::write_study(f.out, replacing, info, sections);
   pause_after_report();
   print_summary(sections, study.train, study.train_options);
-  std::printf("\nreport: %s/report.md (%.0f s)\n", f.out.c_str(), info.seconds);
+  std::printf(
+      "\nreport: %s/report.md (%.0f s)\npage:   %s/index.html (the report with its "
+      "figures, to open in a browser)\n",
+      f.out.c_str(), info.seconds, f.out.c_str());
   // A signal that came while the report was written: the study is complete
   // (its files are each written whole), but the run was asked to stop, which
   // exit 0 would hide.

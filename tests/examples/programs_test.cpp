@@ -178,11 +178,14 @@ TEST_F(ProgramsTest, TinyRunsWriteTheirFilesAndResume) {
     args.insert(args.end(), kTiny.begin(), kTiny.end());
     Result r = run(program.path, args, tiny_extra(program.name));
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("wrote " + out + "/log.csv " + out + "/checkpoint.safetensors " + out +
-                         "/model.safetensors\n"),
+    // The run's page last: the file to open.
+    EXPECT_NE(r.out.find("wrote " + out + "/log.csv " + out + "/attention_grads.csv " + out +
+                         "/checkpoint.safetensors " + out + "/model.safetensors " + out +
+                         "/index.html\n"),
               std::string::npos)
         << r.out;
-    for (const char* file : {"log.csv", "model.safetensors", "checkpoint.safetensors"})
+    for (const char* file : {"log.csv", "model.safetensors", "checkpoint.safetensors",
+                             "attention_grads.csv", "index.html"})
       EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
     std::string log = read(out + "/log.csv");
     EXPECT_EQ(lines(log), 21u) << log;

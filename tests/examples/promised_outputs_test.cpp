@@ -19,7 +19,8 @@ using PromisedOutputsTest = ProgramTest;
 
 std::vector<std::string> run_files_in(const std::string& dir) {
   std::vector<std::string> names;
-  for (const char* f : {"log.csv", "checkpoint.safetensors", "model.safetensors"})
+  for (const char* f : {"log.csv", "checkpoint.safetensors", "model.safetensors",
+                        "attention_grads.csv", "index.html"})
     if (fs::exists(dir + "/" + f)) names.push_back(f);
   return names;
 }
@@ -36,8 +37,12 @@ TEST_F(PromisedOutputsTest, AFinalStateThatCannotBeSavedIsExitOneAndNamesOnlyThe
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("not saved"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("wrote " + out + "/log.csv\n"), std::string::npos) << r.err;
-    EXPECT_EQ(run_files_in(out), std::vector<std::string>{"log.csv"});
+    EXPECT_NE(r.err.find("wrote " + out + "/log.csv " + out + "/attention_grads.csv " + out +
+                         "/index.html\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run_files_in(out),
+              (std::vector<std::string>{"log.csv", "attention_grads.csv", "index.html"}));
 
     // No checkpoint: nothing to resume, so --overwrite is the one way on.
     Result again = run(p.path, tiny_run_args(p.name, out, "1"));
@@ -59,11 +64,12 @@ TEST_F(PromisedOutputsTest, AResumeWithNothingToTrainStillWritesWhatItPromises) 
     Result copy = run(p.path, {"--resume", a, "--out", b}, tiny_flags(p.name).session);
     ASSERT_EQ(copy.code, 0) << copy.err;
     EXPECT_NE(copy.err.find("nothing to do"), std::string::npos) << copy.err;
-    EXPECT_NE(copy.out.find("wrote " + b + "/log.csv " + b + "/checkpoint.safetensors " + b +
-                            "/model.safetensors\n"),
-              std::string::npos)
+    EXPECT_NE(
+        copy.out.find("wrote " + b + "/log.csv " + b + "/attention_grads.csv " + b +
+                      "/checkpoint.safetensors " + b + "/model.safetensors " + b + "/index.html\n"),
+        std::string::npos)
         << copy.out;
-    EXPECT_EQ(run_files_in(b).size(), 3u);
+    EXPECT_EQ(run_files_in(b).size(), 5u);
     EXPECT_EQ(read(b + "/model.safetensors"), read(a + "/model.safetensors"));
     Result from_b = run(p.path, {"--resume", b, "--steps", "3"}, tiny_flags(p.name).session);
     EXPECT_EQ(from_b.code, 0) << from_b.err;
@@ -72,7 +78,8 @@ TEST_F(PromisedOutputsTest, AResumeWithNothingToTrainStillWritesWhatItPromises) 
     fs::remove(a + "/model.safetensors");
     Result rebuilt = run(p.path, {"--resume", a}, tiny_flags(p.name).session);
     ASSERT_EQ(rebuilt.code, 0) << rebuilt.err;
-    EXPECT_NE(rebuilt.out.find("wrote " + a + "/log.csv " + a + "/model.safetensors\n"),
+    EXPECT_NE(rebuilt.out.find("wrote " + a + "/log.csv " + a + "/attention_grads.csv " + a +
+                               "/model.safetensors " + a + "/index.html\n"),
               std::string::npos)
         << rebuilt.out;
     EXPECT_EQ(read(a + "/model.safetensors"), model);

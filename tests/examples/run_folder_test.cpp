@@ -100,7 +100,7 @@ TEST_F(RunFolderTest, ARunIsNotOverwrittenWithoutOverwrite) {
 
   r = run(kSeq2seq, tiny({"--steps", "2", "--seed", "1", "--out", out, "--overwrite"}));
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("--overwrite: removed the previous run's 3 files"), std::string::npos)
+  EXPECT_NE(r.err.find("--overwrite: removed the previous run's 5 files"), std::string::npos)
       << r.err;
   EXPECT_EQ(lines(read(out + "/log.csv")), 3u);
   EXPECT_FALSE(read(out + "/checkpoint.safetensors") == checkpoint);

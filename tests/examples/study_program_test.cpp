@@ -4,15 +4,18 @@
 
 #include <signal.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/examples/html_check.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
@@ -143,7 +146,7 @@ TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
   // An older study's file that this one does not write: --overwrite removes
   // it once the new study is complete, so none stays beside it.
   std::ofstream(out + "/depth_metrics.csv") << "mode,norm_placement\n";
-  const std::string old_report = read(out + "/report.md");
+  const std::string old_report = read(out + "/report.md"), old_page = read(out + "/index.html");
   std::vector<std::string> args = tiny_study(out);
   args.push_back("--overwrite");
   Result replaced = run(kScalingStudy, args);
@@ -154,6 +157,7 @@ TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
   EXPECT_FALSE(fs::exists(out + "/depth_metrics.csv"));
   EXPECT_FALSE(fs::exists(out + "/.scaling_study.new"));
   EXPECT_NE(read(out + "/report.md"), old_report);  // its time and seconds differ
+  EXPECT_NE(read(out + "/index.html"), old_page);   // and so does its page
 }
 
 // --overwrite keeps the old study whole until the new one is complete: a
@@ -175,6 +179,60 @@ TEST_F(StudyProgramTest, AnInterruptedOverwriteLeavesTheOldStudy) {
   EXPECT_FALSE(fs::exists(out + "/.scaling_study.new"));
 }
 
+std::string read_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The study's page, DIR/index.html, checked as a file: well-formed and offline (html_check.h),
+// and every figure (NAME.svg) report.md names is drawn in it once, the file's own drawing with
+// the caption's link to the file. So is every SVG file of the folder: the report names them
+// all under "Plots".
+void expect_page_holds_every_figure(const std::string& dir) {
+  ASSERT_TRUE(fs::is_regular_file(dir + "/index.html"));
+  const std::string page = read_text(dir + "/index.html");
+  const HtmlCheck c = check_html(page);
+  EXPECT_TRUE(c.problems.empty()) << c.summary();
+  const std::string report = read_text(dir + "/report.md");
+  std::set<std::string> named;
+  for (size_t end = report.find(".svg"); end != std::string::npos;
+       end = report.find(".svg", end + 1)) {
+    size_t start = end;
+    while (start > 0 && (std::isalnum(static_cast<unsigned char>(report[start - 1])) ||
+                         report[start - 1] == '_' || report[start - 1] == '-'))
+      --start;
+    named.insert(report.substr(start, end + 4 - start));
+  }
+  std::set<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".svg") files.insert(e.path().filename().string());
+  EXPECT_EQ(named, files) << "report.md names a figure the folder does not hold, or omits one";
+  ASSERT_FALSE(named.empty());
+  size_t figures = 0;
+  for (size_t at = page.find("<figure "); at != std::string::npos;
+       at = page.find("<figure ", at + 1))
+    ++figures;
+  EXPECT_EQ(figures, named.size());
+  for (const std::string& name : named) {
+    const std::string caption = "<figcaption><a href=\"" + name + "\">" + name + "</a>";
+    const size_t at = page.find(caption);
+    ASSERT_NE(at, std::string::npos) << name << " is not a figure of the page";
+    EXPECT_EQ(page.find(caption, at + 1), std::string::npos) << name << " is drawn twice";
+    // The figure holds the file's drawing as it is, but for its ids, which the page prefixes
+    // with the figure's own id (page/html.h's inline_svg) so two figures' ids never clash.
+    const size_t figure = page.rfind("<figure ", at);
+    const size_t id = page.find("id=\"", figure) + 4;
+    const std::string prefix = page.substr(id, page.find('"', id) - id) + "-";
+    std::string drawn = page.substr(figure, at - figure);
+    for (size_t p = drawn.find(prefix); p != std::string::npos; p = drawn.find(prefix, p))
+      drawn.erase(p, prefix.size());
+    const std::string svg = read_text(dir + "/" + name);
+    ASSERT_NE(svg.find("<svg"), std::string::npos) << name;
+    EXPECT_NE(drawn.find(svg.substr(svg.find("<svg"))), std::string::npos)
+        << name << ": its drawing is not the file's";
+  }
+}
+
 TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
   const std::string out = path("study");
   Result r =
@@ -187,6 +245,8 @@ TEST_F(StudyProgramTest, ASmallRunWritesItsReport) {
     EXPECT_TRUE(fs::is_regular_file(out + "/" + file)) << file;
   EXPECT_EQ(lines(read(out + "/final_metrics.csv")), 1u + 2 * 2);  // header, modes x seeds
   EXPECT_NE(r.out.find("report: " + out + "/report.md"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("page:   " + out + "/index.html"), std::string::npos) << r.out;
+  expect_page_holds_every_figure(out);
 }
 
 // --full trains ten arms, two of which share a colour (inv_dk, and

@@ -169,8 +169,10 @@ TEST(TrainingProgram, ARunOpensAndClosesInOrderAndAResumeTakesTheCheckpointsConf
                      threads_text(1, false, std::thread::hardware_concurrency()) + "; output in " +
                      dir.str() + "\nSUMMARY\nSHOW\nwrote " +
                      (std::filesystem::path(dir.str()) / "log.csv").string() + " " +
+                     (std::filesystem::path(dir.str()) / "attention_grads.csv").string() + " " +
                      (std::filesystem::path(dir.str()) / "checkpoint.safetensors").string() + " " +
-                     (std::filesystem::path(dir.str()) / "model.safetensors").string() + "\n");
+                     (std::filesystem::path(dir.str()) / "model.safetensors").string() + " " +
+                     (std::filesystem::path(dir.str()) / "index.html").string() + "\n");
   const nn::Metadata saved = nn::read_checkpoint_metadata(checkpoint_path(dir.str()));
   EXPECT_EQ(nn::metadata_value(saved, "program"), "test");
   EXPECT_EQ(nn::metadata_value(saved, "config.vocab"), std::to_string(vocab));

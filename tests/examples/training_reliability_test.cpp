@@ -302,8 +302,9 @@ TEST_F(TrainingReliabilityTest, TheWroteLineNamesPathsAShellReadsBack) {
   const std::string out = path("my run");
   Result r = run(kSeq2seq, tiny_run_args("seq2seq", out, "2"));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("wrote '" + out + "/log.csv' '" + out + "/checkpoint.safetensors' '" + out +
-                       "/model.safetensors'\n"),
+  EXPECT_NE(r.out.find("wrote '" + out + "/log.csv' '" + out + "/attention_grads.csv' '" + out +
+                       "/checkpoint.safetensors' '" + out + "/model.safetensors' '" + out +
+                       "/index.html'\n"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(cli::shell_word("runs/gpl/log.csv"), "runs/gpl/log.csv");

@@ -353,6 +353,7 @@ GridLayout make_grid_layout(const std::vector<Figure>& figures, int columns,
         Series& entry = g.legend_series.emplace_back(s);
         entry.color = series_colour(s, static_cast<int>(i));
       }
+      if (s.name.empty()) s.name = s.label;
       s.label.clear();
     }
   }

@@ -238,7 +238,7 @@ void put_panel(std::string& out, const Heatmap& h, const Cell& cell, double x, d
   }
   double line = top + cell.matrix_height + 6 + kNoteFont;
   for (const std::string& note : h.notes) {
-    put_text(out, x + kPad, line, kNoteFont, "", note);
+    put_text(out, x + kPad, line, kNoteFont, " class=\"note\"", note);
     line += kNoteRow;
   }
 }

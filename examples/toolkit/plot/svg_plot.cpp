@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <utility>
 
 #include "examples/toolkit/plot/axis_ticks.h"
@@ -164,6 +165,41 @@ struct Pixels {
   }
 };
 
+// What a page's script names a series by (Series::name), empty for an unnamed one.
+const std::string& page_name(const Series& s) { return s.name.empty() ? s.label : s.name; }
+
+// ` data-label="..."` naming a series for a page's script, or nothing for an unnamed one.
+std::string label_attribute(const Series& s) {
+  return page_name(s).empty() ? "" : " data-label=\"" + escape_xml(page_name(s)) + "\"";
+}
+
+// A value as a page's script reads it: 6 significant digits, enough for a step number.
+std::string data_value(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// "x,y x,y ...": the series' drawable points in data units (a labelled series' only: a page
+// names the values it shows on hover by their series).
+std::string data_points(const Series& s, const Layout& l) {
+  std::string out;
+  if (page_name(s).empty()) return out;
+  for (std::size_t i = 0; i < s.x.size(); ++i) {
+    if (!drawable(s.x[i], l.x.log) || !drawable(s.y[i], l.y.log)) continue;
+    put(out, out.empty() ? "" : " ", data_value(s.x[i]), ",", data_value(s.y[i]));
+  }
+  return out;
+}
+
+// ` data-x="lo hi lin" data-x-label="..."` on the plot's frame: the x-axis from data to the
+// frame's edges and its name, so a page's script can say which x a pointer is at.
+std::string x_axis_attributes(const Layout& l, const Axis& x) {
+  if (!std::isfinite(l.x.lo) || !std::isfinite(l.x.hi)) return "";
+  return " data-x=\"" + data_value(l.x.lo) + " " + data_value(l.x.hi) +
+         (l.x.log ? " log" : " lin") + "\" data-x-label=\"" + escape_xml(x.label) + "\"";
+}
+
 bool inside(Point p) {
   return p.x >= -kInside && p.x <= 1 + kInside && p.y >= -kInside && p.y <= 1 + kInside;
 }
@@ -210,6 +246,10 @@ void draw_series(std::string& out, const Series& s, int index, const Layout& l) 
     previous = point;
     ++run;
   }
+  // The group says which series it draws and where its points are, for a page's script
+  // (page/page_script.cpp): a legend entry of the same label shows or hides it, and a pointer
+  // over the plot reads the values.
+  put(out, "<g class=\"curve\"", label_attribute(s), " data-points=\"", data_points(s, l), "\">\n");
   if (!path.empty()) {
     put(out, "<path class=\"series\" d=\"", path, "\" fill=\"none\" stroke=\"", colour,
         "\" stroke-width=\"", num(s.emphasis ? kEmphasisLine : kLine),
@@ -220,6 +260,7 @@ void draw_series(std::string& out, const Series& s, int index, const Layout& l) 
   } else {
     out += dots;
   }
+  out += "</g>\n";
 }
 
 // Error bars: a vertical line from lo to hi at each point, with a cap at each end the plot
@@ -243,8 +284,8 @@ void draw_error_bars(std::string& out, const Series& s, std::string_view colour,
     if (t1 == 1) put(d, "M", from, " ", px.y(y1), "L", to, " ", px.y(y1));
   }
   if (d.empty()) return;
-  put(out, "<path class=\"error-bars\" d=\"", d, "\" fill=\"none\" stroke=\"", colour,
-      "\" stroke-width=\"1.2\"/>\n");
+  put(out, "<path class=\"error-bars\"", label_attribute(s), " d=\"", d,
+      "\" fill=\"none\" stroke=\"", colour, "\" stroke-width=\"1.2\"/>\n");
 }
 
 // The spread between lo and hi: error bars or a band (see Series::lo). The band is one polygon
@@ -277,8 +318,8 @@ void draw_spread(std::string& out, const Series& s, int index, const Layout& l) 
     upper.clear();
   }
   if (d.empty()) return;
-  put(out, "<path class=\"band\" d=\"", d, "\" fill=\"", colour, "\" fill-opacity=\"",
-      num(kBandOpacity), "\" stroke=\"none\"/>\n");
+  put(out, "<path class=\"band\"", label_attribute(s), " d=\"", d, "\" fill=\"", colour,
+      "\" fill-opacity=\"", num(kBandOpacity), "\" stroke=\"none\"/>\n");
 }
 
 // <text> with an optional superscript; `extra` carries anchor, rotation or weight.
@@ -350,6 +391,7 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
   for (const LegendEntry& e : l.legend) {
     const Series& s = series[e.series];
     const std::string_view colour = series_colour(s, e.series);
+    put(out, "<g class=\"legend-entry\"", label_attribute(s), ">\n");
     // The sample: a swatch of the band or an error bar behind a short line and its marker.
     if (!s.lo.empty() && uses_error_bars(s)) {
       put(out, "<path d=\"M", num(e.x + 12), " ", num(e.y - 6), "v12M", num(e.x + 12 - kCap), " ",
@@ -372,6 +414,7 @@ void draw_legend(std::string& out, const std::vector<Series>& series, const Layo
       put_marker_paint(out, s, colour);
     }
     put_text(out, e.x + 32, e.y + 4, kLegendFont, "", e.text);
+    out += "</g>\n";
   }
 }
 
@@ -391,8 +434,8 @@ void put_panel(std::string& out, const Figure& f) {
     }
   }
   // The frame after the data, so lines running along an edge do not hide it.
-  put(front, "<rect class=\"frame\" x=\"", num(l.left), "\" y=\"", num(l.top), "\" width=\"",
-      num(l.right - l.left), "\" height=\"", num(l.bottom - l.top),
+  put(front, "<rect class=\"frame\"", x_axis_attributes(l, f.x), " x=\"", num(l.left), "\" y=\"",
+      num(l.top), "\" width=\"", num(l.right - l.left), "\" height=\"", num(l.bottom - l.top),
       "\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\"/>\n");
   put(out, back, front, axes);
   draw_legend(out, f.series, l);

@@ -68,6 +68,10 @@ struct Series {
   // A reference line, not data (a theory slope, a budget): always dashed, drawn in kReferenceColor
   // unless `color` is set, and not counted among a panel's kMaxSeries data series.
   bool reference = false;
+  // What a page names the series by (page/html.h: values on hover, shown or hidden from its
+  // legend entry) when that is not `label`: render_svg_grid's legend_once moves a panel's labels
+  // here, into the one legend. Empty: the label.
+  std::string name{};
 };
 
 // The most data series (those with points that are not references) a panel may show: beyond

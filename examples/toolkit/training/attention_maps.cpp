@@ -109,7 +109,7 @@ plot::Heatmap head_panel(const LayerWeights& l, int64_t h, const std::string& la
 }
 
 // One layer's figure: a panel per head of the first example's weights, padding left out.
-std::string figure(const AttentionLayer& a, const AttentionExample& example) {
+AttentionMapFile figure(const AttentionLayer& a, const AttentionExample& example) {
   const std::vector<std::string>& queries =
       a.decoder ? example.decoder_tokens : example.encoder_tokens;
   const std::vector<std::string>& keys = a.cross ? example.encoder_tokens : queries;
@@ -149,13 +149,15 @@ std::string figure(const AttentionLayer& a, const AttentionExample& example) {
                               : "";
   const std::string what = std::string(a.decoder ? "decoder" : "encoder") + " layer " +
                            std::to_string(a.index) + (a.cross ? " cross" : " self") + "-attention";
-  return plot::render_heatmap_grid(
+  AttentionMapFile file{.name = a.name + ".svg", .panels = panels};
+  file.svg = plot::render_heatmap_grid(
       grid, {.matrix_size = matrix,
              .legend = "attention weight",
              .title = {example.title + ": " + what + " (" + a.name + ")", axes(a, example),
                        "one held-out example, padding left out" + cut +
                            "; under each head: its entropy in nats (mean over the queries) and "
                            "that of uniform attention over the same keys"}});
+  return file;
 }
 
 // Puts the model's mode and its layers' probe switches back as they were, however the
@@ -253,7 +255,7 @@ std::vector<AttentionMapFile> attention_maps(nn::Module& model, const AttentionE
   }
   std::vector<AttentionMapFile> files;
   for (const AttentionLayer& a : layers) {
-    files.push_back({a.name + ".svg", figure(a, example)});
+    files.push_back(figure(a, example));
     a.layer->probe = {};  // the example's activations, not needed any more
   }
   return files;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/plot/svg_heatmap.h"
 #include "nn/attention.h"
 #include "nn/module.h"
 
@@ -56,9 +57,12 @@ struct AttentionExample {
   std::function<void()> forward = nullptr;
 };
 
-// One figure: its file name in DIR and its SVG document.
+// One figure: its file name in DIR and its SVG document, and what it draws: a panel per head,
+// in the order of the document's cells (<rect class="cell">, head by head, row by row) and notes
+// (<text class="note">), so a page can recolour the figure for another step (run_page.h).
 struct AttentionMapFile {
-  std::string name, svg;
+  std::string name{}, svg{};
+  std::vector<plot::Heatmap> panels{};
 };
 
 // Runs example.forward in eval mode without gradients, each layer's probe on (the model's mode

@@ -172,7 +172,17 @@ MemoryEstimate estimate_training_memory(const TrainingShape& shape) {
   const double state = e.weights_bytes + e.optimizer_bytes;
   const double step = state + e.activation_bytes;
   const double save = 9 * kFloat * e.parameters + std::min(e.activation_bytes, kCachedCap);
-  e.tensor_bytes = std::max({step, state + e.eval_bytes, save});
+  // The run's page: a step of one sequence with the probes on, beside a second set of
+  // gradients (a shape of one sequence that keeps the weights is its own page: no recursion).
+  double page = 0;
+  if (shape.batch != 1 || !shape.keeps_attention_weights) {
+    TrainingShape one = shape;
+    one.batch = 1;
+    one.keeps_attention_weights = true;
+    one.eval_batch = 0;
+    page = state + kFloat * e.parameters + estimate_training_memory(one).activation_bytes;
+  }
+  e.tensor_bytes = std::max({step, state + e.eval_bytes, save, page});
   e.total_bytes = e.tensor_bytes + kBaseline;
   return e;
 }

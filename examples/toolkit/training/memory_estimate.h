@@ -40,8 +40,15 @@
 //   save        36 P          the step's 16 P, the optimizer state copied
 //             + cached        (8 P) and the encoded file (12 P), beside the
 //                             activations' blocks kept for reuse (up to 1 GiB)
-//   total       max(step, evaluation, save) + 96 MiB of program, threads and
-//               buffers
+//   page        20 P          the run's page (run_page.h) measures the gradient
+//             + a step of one at the scores a sequence at a time with the probes on
+//               sequence      (page_probes.h): the step's 16 P and a second set of
+//                             gradients, beside the activations of a step of batch
+//                             1 that keeps the attention weights; larger than the
+//                             step only when the (H, T, S) scores dominate (a long
+//                             context and a small batch)
+//   total       max(step, evaluation, save, page) + 96 MiB of program, threads
+//               and buffers (the page's text among them: a few MB)
 //
 // The per-token coefficients were fitted to the peak tensor memory
 // (memory_stats) of training steps of about fifteen shapes, which they exceed

@@ -39,6 +39,10 @@ void TrainingProgram::add_common_flags() { training::add_common_flags(args, run_
 void TrainingProgram::parse(int argc, char** argv,
                             const std::function<void()>& check_command_line) {
   args.parse(argc, argv);
+  // The command as typed, for the run's page: the program's name, then each word as a shell
+  // reads it back.
+  command_ = name_;
+  for (int i = 1; i < argc; ++i) command_ += " " + cli::shell_word(argv[i]);
   if (check_command_line) check_command_line();
   checkpoint_ = setup_run(name_, args, argc, argv, run_flags, flags_);
   // Only now is --seed known: a resumed run's comes from its checkpoint.
@@ -101,6 +105,7 @@ int TrainingProgram::train(nn::Module& model, const Hooks& hooks, const Report& 
                            cli::number_text(flags_.lr / 10) + " (docs/reliability.md)");
   }
   loop.metadata.insert(loop.metadata.end(), report.metadata.begin(), report.metadata.end());
+  loop.page = {.write = true, .command = command_, .batch = flags_.batch};
   TrainResult result = run_training(model, optimizer, *schedule_, generators_, loop, hooks);
   if (result.outcome != Outcome::kFinished) return exit_code(result);
 

@@ -107,14 +107,16 @@ class TrainingProgram {
   nn::ModelConfig prepare(int64_t vocab, int64_t max_len, TrainingShape shape);
 
   // Trains `model` with AdamW (nn::AdamWSettings::pytorch(--weight-decay)),
-  // after printing the header's second line, and returns the exit code: a
+  // after printing the header's second line, writing the run's page
+  // (run_page.h: hooks.attention_example and hooks.page_text give it the
+  // maps' example and the decodes), and returns the exit code: a
   // run that did not finish returns exit_code's; a finished one is evaluated
   // if no evaluation ran (a resumed run already at --steps), then reported
   // (Report) and closed with the "wrote" line, and returns 0.
   int train(nn::Module& model, const Hooks& hooks, const Report& report);
 
  private:
-  std::string name_;
+  std::string name_, command_;
   CommonFlags& flags_;
   nn::Metadata checkpoint_;
   bool parsed_ = false;

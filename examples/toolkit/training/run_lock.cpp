@@ -52,7 +52,8 @@ std::string mib(uint64_t bytes) {
 
 const std::vector<std::string>& run_files() {
   static const std::vector<std::string> files = {"log.csv", "checkpoint.safetensors",
-                                                 "model.safetensors"};
+                                                 "model.safetensors", "index.html",
+                                                 "attention_grads.csv"};
   return files;
 }
 

@@ -11,7 +11,8 @@
 //
 // claim_run_dir takes the lock and then, safe from any other run:
 //   - refuses a fresh run in a folder that already holds one (log.csv,
-//     checkpoint.safetensors or model.safetensors) unless `overwrite`, which
+//     checkpoint.safetensors, model.safetensors, or its page: index.html,
+//     attention_grads.csv) unless `overwrite`, which
 //     deletes those files first, so a new run never leaves its log beside an
 //     old checkpoint;
 //   - removes the temporary files of saves that a kill or crash interrupted
@@ -25,7 +26,8 @@
 namespace gradflow::training {
 
 // The files that make a run, in its --out folder.
-const std::vector<std::string>& run_files();  // log.csv, checkpoint.safetensors, model.safetensors
+// log.csv, checkpoint.safetensors, model.safetensors, index.html, attention_grads.csv
+const std::vector<std::string>& run_files();
 
 class RunLock {
  public:

@@ -5,6 +5,7 @@
 
 #include "autograd/graph.h"
 #include "examples/toolkit/cli/args.h"
+#include "examples/toolkit/training/page_probes.h"
 #include "nn/io/atomic_file.h"
 
 namespace gradflow::training {
@@ -50,11 +51,9 @@ void check_graph_request(const GraphRequest& request, int64_t steps, const std::
 std::string draw_step_graph(const GraphRequest& request, const nn::Module& model,
                             const std::vector<std::pair<std::string, Generator*>>& generators,
                             const Hooks& hooks, const std::string& title) {
-  std::vector<std::array<uint64_t, 4>> saved;
-  for (const auto& [name, gen] : generators) saved.push_back(gen->state());
   std::string text;
   Graph graph;
-  {
+  aside(generators, [&] {   // the generators put back: the real step draws the same batch
     LeafGrads thrown_away;  // the real step computes the gradients again
     LeafGradSink sink(thrown_away);
     GraphCapture capture;
@@ -65,8 +64,7 @@ std::string draw_step_graph(const GraphRequest& request, const nn::Module& model
                          .collapse_depth = request.depth,
                          .title = title};
     graph = build_graph(loss, options);
-  }
-  for (size_t i = 0; i < generators.size(); ++i) generators[i].second->set_state(saved[i]);
+  });
   const bool dot = fs::path(request.path).extension() == ".dot";
   text = dot ? to_dot(graph, title) : to_svg(graph, title);
   write_file_atomic(request.path, text);

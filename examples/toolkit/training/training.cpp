@@ -12,6 +12,7 @@
 #include "examples/toolkit/cli/progress.h"
 #include "examples/toolkit/cli/signals.h"
 #include "examples/toolkit/training/address_space.h"
+#include "examples/toolkit/training/run_page.h"
 #include "examples/toolkit/training/step_graph.h"
 #include "nn/io/atomic_file.h"
 #include "nn/optim/training_step.h"
@@ -121,9 +122,10 @@ namespace {
 
 // One update: forward and backward of the batch's parts, then nn::training_step (lr from the
 // schedule, clip, the non-finite policy, the optimizer's step).
+// `page`, if any, reads the gradients before the update (run_page.h).
 StepInfo take_step(nn::Optimizer& optimizer, const nn::LrSchedule& schedule,
                    const nn::StepOptions& step_options, int64_t parts, const Hooks& hooks,
-                   int64_t step) {
+                   int64_t step, RunPage* page) {
   optimizer.zero_grad();
   const PartLoss part_loss = hooks.batch();
   // Parts whose loss is not finite are not backpropagated; then the step is
@@ -132,6 +134,7 @@ StepInfo take_step(nn::Optimizer& optimizer, const nn::LrSchedule& schedule,
   for (double loss :
        backward_in_parallel(parts, [&](int64_t part) { return part_loss(part, parts); }))
     info.loss += loss;
+  if (page) page->after_backward();
   const nn::StepReport report = nn::training_step(optimizer, schedule, info.loss, step_options);
   info.lr = report.lr;
   info.grad_norm = report.grad_norm;
@@ -205,6 +208,13 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     nn::save_weights(model_path, model, options.metadata);
     result.written.push_back("model.safetensors");
   };
+  std::optional<RunPage> page;
+  if (options.page.write) {
+    page.emplace(options, model, result.step);
+    if (page->logs_gradients()) result.written.push_back("attention_grads.csv");
+    page->write(result.step, result.step >= options.steps ? "Finished" : "Running",
+                result.step < options.steps);
+  }
   if (result.step >= options.steps) {
     err << "already at step " << result.step << " of " << options.steps
         << "; nothing to do (raise --steps to continue)\n";
@@ -218,6 +228,7 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
       result.written.push_back("checkpoint.safetensors");
     }
     if (!in_place || !fs::exists(model_path, ec)) save_model();
+    if (page) result.written.push_back("index.html");  // last: the file to open
     return result;
   }
   cli::Progress progress(options.steps, err, {.tty = options.tty, .start_step = result.step});
@@ -259,8 +270,8 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
           options.graph, model, generators, hooks,
           value_or(options.metadata, "program") + ": the graph of training step " +
               std::to_string(options.graph.step) + ", edges labelled with the gradient's norm"));
-    const StepInfo info =
-        take_step(optimizer, schedule, step_options, options.parts, hooks, ++result.step);
+    const StepInfo info = take_step(optimizer, schedule, step_options, options.parts, hooks,
+                                    ++result.step, page ? &*page : nullptr);
     ++session_steps;
     result.last_loss = info.loss;
     skipped_in_a_row = info.skipped ? skipped_in_a_row + 1 : 0;
@@ -274,8 +285,9 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
 
     std::vector<cli::CsvCell> row = {info.step, info.loss, info.lr, info.grad_norm, info.skipped};
     const bool last = info.step == options.steps;
-    if (hooks.evaluate &&
-        (last || (options.eval_every > 0 && info.step % options.eval_every == 0))) {
+    const bool evaluating =
+        hooks.evaluate && (last || (options.eval_every > 0 && info.step % options.eval_every == 0));
+    if (evaluating) {
       Evaluation e = evaluate(model, hooks, options.metrics.size());
       result.metrics = e.metrics;
       eval_text.clear();
@@ -285,9 +297,12 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
       }
       progress.note("step " + std::to_string(info.step) + eval_text);
       if (!e.text.empty()) progress.note(e.text);
+      if (page) page->after_evaluation(info.step, generators, hooks);
     }
     row.resize(columns.size(), cli::CsvCell(""));
     log.row(row);
+    if (page) page->log_row(info.step);
+    if (page && evaluating && !last) page->write(info.step, "Running", true);
     progress.update(info.step, "loss " + fmt(info.loss) + eval_text);
 
     if (info.skipped && options.stop_on_nan) result.outcome = Outcome::kStoppedOnNan;
@@ -316,6 +331,10 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
     result.signal = signal;
   }
   if (!saved && result.outcome == Outcome::kFinished) result.outcome = Outcome::kNotSaved;
+  if (page) {
+    page->write(result.step, outcome_text(result), false);
+    result.written.push_back("index.html");  // last: the file to open
+  }
   const std::string where =
       saved             ? "checkpoint saved to " + cli::shell_word(ckpt)
       : saved_step >= 0 ? cli::shell_word(ckpt) + " is step " + std::to_string(saved_step) + "'s"
@@ -345,6 +364,22 @@ std::string wrote_line(const std::string& dir, const std::vector<std::string>& f
   std::string line = "wrote";
   for (const std::string& f : files) line += " " + cli::shell_word((fs::path(dir) / f).string());
   return line;
+}
+
+std::string outcome_text(const TrainResult& result) {
+  switch (result.outcome) {
+    case Outcome::kFinished:
+      return "Finished";
+    case Outcome::kInterrupted:
+      return "Interrupted (" + cli::signal_name(result.signal) + ")";
+    case Outcome::kStoppedOnNan:
+      return "Stopped on a non-finite value";
+    case Outcome::kTooManySkipped:
+      return "Stopped: too many steps skipped for non-finite values";
+    case Outcome::kNotSaved:
+      return "Finished, but its final state is not finite and was not saved";
+  }
+  return "Stopped";
 }
 
 int exit_code(const TrainResult& result) {

@@ -18,6 +18,10 @@
 // max_skipped_steps skipped steps in a row (or a session whose every step was
 // skipped) it ends as kTooManySkipped. In the output directory:
 //   log.csv                  step,loss,lr,grad_norm,skipped,<metrics>
+//   index.html, attention_grads.csv
+//                            the run's page and the attention layers' gradients, with
+//                            LoopOptions::page (run_page.h): at the start, at each evaluation
+//                            and at the end
 //   checkpoint.safetensors   weights, optimizer, generators, step and
 //                            metadata; every save_every steps, at the end and
 //                            on a stop signal
@@ -47,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "examples/toolkit/training/attention_maps.h"
 #include "examples/toolkit/training/memory_estimate.h"
 #include "examples/toolkit/training/run_flags.h"
 #include "examples/toolkit/training/run_lock.h"
@@ -83,6 +88,18 @@ struct Hooks {
   std::function<PartLoss()> batch = nullptr;       // required: draws a fresh batch
   std::function<Evaluation()> evaluate = nullptr;  // runs in eval mode without gradients
   std::function<void(const StepInfo&)> after_step = nullptr;
+  // For the run's page (run_page.h), at each evaluation, both optional: the held-out example
+  // whose attention it draws, and what the model gives (decodes, a sample) as text, which runs
+  // in eval mode without gradients and must draw from no generator of the run.
+  std::function<AttentionExample()> attention_example = nullptr;
+  std::function<std::string()> page_text = nullptr;
+};
+
+// index.html in the run's folder (run_page.h).
+struct PageOptions {
+  bool write = false;
+  std::string command = "";  // the command line that started this session, as a shell reads it
+  int64_t batch = 0;  // the rows of a step's batch (its sequences); 0: not known, taken at once
 };
 
 // --graph: draw one step's graph (step_graph.h).
@@ -105,7 +122,8 @@ struct LoopOptions {
   std::string resume_dir = "";            // continue from its checkpoint, or empty
   GraphRequest graph = {};                // draw this step's graph before it runs
   std::vector<std::string> notes = {};    // said once a resume's checks have passed
-  std::ostream* err = nullptr;            // progress and messages; nullptr: std::cerr
+  PageOptions page = {};
+  std::ostream* err = nullptr;  // progress and messages; nullptr: std::cerr
   std::optional<bool> tty = std::nullopt;
 };
 
@@ -155,5 +173,8 @@ TrainResult run_training(nn::Module& model, nn::Optimizer& optimizer,
 // --max-skipped-steps skipped steps (like a bad value: the run cannot train).
 inline constexpr int kExitStoppedOnNan = 1;
 int exit_code(const TrainResult& result);
+
+// "Finished", "Interrupted (SIGINT)", ...: how the run ended, for its page.
+std::string outcome_text(const TrainResult& result);
 
 }  // namespace gradflow::training
