@@ -48,8 +48,8 @@ TEST_F(StepGraphTest, EveryTrainingProgramDrawsAStepWithItsGradientNorms) {
 // The default model at the default depth: attention drawn as its ops, the
 // softmax a box of its own, and the drawing no wider or taller than a screen.
 TEST_F(StepGraphTest, AtTheDefaultDepthTheSoftmaxShowsAndTheDrawingFitsAScreen) {
-  Result r = run(kSeq2seq, {"--steps", "1", "--eval-every", "0", "--eval-examples", "16",
-                            "--show", "0", "--out", path("run"), "--graph", path("g.svg")});
+  Result r = run(kSeq2seq, {"--steps", "1", "--eval-every", "0", "--eval-examples", "16", "--show",
+                            "0", "--out", path("run"), "--graph", path("g.svg")});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string svg = read(path("g.svg"));
   EXPECT_GT(count(svg, ">softmax</text>"), 0u);
