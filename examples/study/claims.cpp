@@ -21,7 +21,7 @@ Criterion identity_criterion(const char* tests) {
 const std::vector<Claim>& claims() {
   static const std::vector<Claim> table = [] {
     std::vector<Claim> all = claims_at_init_and_training();
-    for (auto* more : {&claims_of_other_parts, &claims_of_the_mechanism})
+    for (auto* more : {&claims_of_other_parts, &claims_of_the_mechanism, &claims_of_the_qk_rate})
       for (Claim& c : more()) all.push_back(std::move(c));
     return all;
   }();

@@ -59,6 +59,7 @@ const std::vector<Claim>& claims();
 std::vector<Claim> claims_at_init_and_training();
 std::vector<Claim> claims_of_other_parts();
 std::vector<Claim> claims_of_the_mechanism();
+std::vector<Claim> claims_of_the_qk_rate();  // claims_qk_rate.cpp: C28 to C30
 
 // The headings of docs/study.md's "The claims" that the rows point to, one
 // per group of claims, in the page's order.
@@ -68,6 +69,7 @@ inline constexpr const char* kFull = "Claims of the `--full` training parts";
 inline constexpr const char* kSgd = "Claims under plain SGD";
 inline constexpr const char* kDepth = "Claims about depth";
 inline constexpr const char* kKeys = "Claims about the number of keys";
+inline constexpr const char* kQkRate = "Claims about the Q/K learning rate";
 
 // The row (id, identity); Error naming the id when the table has none.
 const Claim& claim(const std::string& id, bool identity = false);

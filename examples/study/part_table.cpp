@@ -1,6 +1,7 @@
 #include "examples/study/part_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace gradflow::study {
@@ -14,7 +15,8 @@ StudyRun::StudyRun(const Settings& s)
       lr_options(study::lr_options(s)),
       width_options(study::width_options(s)),
       depth_train_options(study::depth_train_options(s)),
-      length_options(study::length_options(s)) {}
+      length_options(study::length_options(s)),
+      qk_rate_options(study::qk_rate_options(s)) {}
 
 namespace {
 
@@ -63,6 +65,24 @@ PartCost depth_cost(const DepthOptions& o) {
         cost.jobs.push_back(
             kDepthUnitsPerLayer *
             ((static_cast<double>(layers) + 0.5) * static_cast<double>(o.draws) / 8.0 + 4));
+  return cost;
+}
+
+// qk-rate's runs: a step's cost grows as d_model^2 at these widths (its
+// products), where training_units() is linear in the width, so the part
+// prices its runs itself: seconds a step, measured on a 2-core AMD EPYC
+// (2.2e-3 + 8e-7 d_model^2 at batch 32 on recall's 17 tokens, in
+// proportion to the tokens), over the calibration workload's 0.018 s.
+PartCost qk_rate_cost(const Settings& settings, const QkRateOptions& o) {
+  PartCost cost{.unit = "run"};
+  for (const RunSpec& r : qk_rate_runs(settings, o)) {
+    const double d = static_cast<double>(r.task.model.d_model);
+    const double tokens = static_cast<double>(r.batch) *
+                          static_cast<double>(r.task.task == "charlm" ? r.task.context : 17);
+    cost.jobs.push_back(static_cast<double>(r.task.steps) * (2.2e-3 + 8e-7 * d * d) *
+                        (tokens / 544.0) / 0.018);
+  }
+  std::sort(cost.jobs.begin(), cost.jobs.end(), std::greater<>());
   return cost;
 }
 
@@ -183,6 +203,23 @@ std::vector<Part>& table() {
        .section = [](const StudyRun& r) { return length_section(r.length_options, r.length); },
        .files = {"length_metrics.csv", "length_train.csv", "length_critical.csv", "length_init.svg",
                  "length_train.svg", "length_critical.svg"}},
+      {.name = "qk-rate",
+       .in_default = false,
+       .summary = "how W_Q and W_K's learning rate should scale with d_k: unscaled attention "
+                  "over starts and multipliers at four widths",
+       .plan = [](const StudyRun& r) { return qk_rate_runs(r.settings, r.qk_rate_options); },
+       .cost = [](const StudyRun& r) { return qk_rate_cost(r.settings, r.qk_rate_options); },
+       .run = [](StudyRun& r) { r.more["qk-rate"] = run_qk_rate(r.settings, r.qk_rate_options); },
+       .section =
+           [](const StudyRun& r) {
+             const auto it = r.more.find("qk-rate");
+             return qk_rate_section(r.qk_rate_options,
+                                    it == r.more.end()
+                                        ? std::vector<QkRateRow>{}
+                                        : std::any_cast<const std::vector<QkRateRow>&>(it->second),
+                                    r.settings.seed);
+           },
+       .files = {"qk_rate.csv", "qk_rate.svg"}},
   };
   return rows;
 }

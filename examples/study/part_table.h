@@ -13,6 +13,7 @@
 
 #include "examples/study/length.h"
 #include "examples/study/parts.h"
+#include "examples/study/qk_rate.h"
 #include "examples/study/study_time.h"
 
 namespace gradflow::study {
@@ -41,6 +42,7 @@ struct StudyRun {
   DepthTrainResult depth_train;
   LengthOptions length_options;
   LengthResult length;
+  QkRateOptions qk_rate_options;  // its rows are more["qk-rate"]
   // The results of a part added without a member here (add_part), by its name.
   std::map<std::string, std::any> more{};
 };

@@ -67,6 +67,12 @@ void record_blocks(const StudyModel& model, int64_t step, double loss, std::vect
 // The std of the unscaled q.k (for qk_l2norm, of cos(q, k)) on a held-out
 // batch, averaged over the layers: the probe's logits over each layer's factor.
 double qk_std(const StudyModel& model, const Batch& batch);
+// Each attention layer's such std, in model.attention's order.
+std::vector<double> qk_stds(const StudyModel& model, const Batch& batch);
+// Scales each attention layer's W_Q and W_K (and their biases) so that its
+// unscaled q.k has std `target` on `batch` (RunSpec::qk_logit_std). Error
+// when a layer's q.k has no spread to scale.
+void set_qk_logit_std(const StudyModel& model, const Batch& batch, double target);
 
 // Held-out example 0 alone: a batch of one.
 Batch first_example(const Batch& b);

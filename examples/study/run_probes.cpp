@@ -146,8 +146,9 @@ void record_layers(const StudyModel& model, const RunKey& key, int64_t step, con
     row.grad_norm_logits = grad_norm(a->probe.logits);  // retained by retain_probe_gradients
     row.grad_norm_weights = grad_norm(a->probe.weights);
     row.transmission = row.grad_norm_logits / row.grad_norm_weights;
-    row.correct_key_weight =
-        name == answer_layer ? weight_on(a->probe.weights.data(), correct_keys(batch)) : NAN;
+    row.correct_key_weight = name == answer_layer && key.task != "charlm"
+                                 ? weight_on(a->probe.weights.data(), correct_keys(batch))
+                                 : NAN;
     if (a->probe.logits.requires_grad()) {
       const ScoreInputs in = score_inputs(a->probe.logits);
       row.grad_norm_q = norm_of(in.q->grad), row.grad_norm_k = norm_of(in.k->grad);
@@ -193,16 +194,42 @@ void record_blocks(const StudyModel& model, int64_t step, double loss, std::vect
 
 // The std of the unscaled q.k (for qk_l2norm, of cos(q, k)) on a held-out
 // batch, averaged over the layers: the probe's logits over each layer's factor.
-double qk_std(const StudyModel& model, const Batch& batch) {
+std::vector<double> qk_stds(const StudyModel& model, const Batch& batch) {
   NoGradGuard no_grad;
   for (auto& [name, a] : model.attention) a->record_probe = true;
   model.forward(batch);
-  double total = 0;
+  std::vector<double> out;
   for (auto& [name, a] : model.attention) {
-    total += visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(a->logit_factor());
+    out.push_back(visible_std(a->probe.logits.data(), a->probe.mask) / std::abs(a->logit_factor()));
     a->record_probe = false;
   }
+  return out;
+}
+
+double qk_std(const StudyModel& model, const Batch& batch) {
+  double total = 0;
+  for (double s : qk_stds(model, batch)) total += s;
   return total / static_cast<double>(model.attention.size());
+}
+
+void set_qk_logit_std(const StudyModel& model, const Batch& batch, double target) {
+  // From the input side: a layer's input depends on the layers before it,
+  // so each is measured after those were set. q.k is bilinear in (W_Q, b_Q)
+  // and (W_K, b_K), so scaling both by f scales its std by f^2 exactly.
+  for (size_t i = 0; i < model.attention.size(); ++i) {
+    const double now = qk_stds(model, batch)[i];
+    if (!(now > 0) || !std::isfinite(now))
+      fail("set_qk_logit_std: layer ", model.attention[i].first, "'s q.k has std ", now,
+           " on the batch, which no scale of W_Q and W_K can move to ", target);
+    const double factor = std::sqrt(target / now);
+    nn::MultiHeadAttention& a = *model.attention[i].second;
+    for (nn::Linear* projection : {a.q_proj.get(), a.k_proj.get()})
+      for (Variable* p : {&projection->weight, &projection->bias})
+        if (p->defined()) {
+          Tensor values = p->data();  // a handle to the parameter's storage
+          values.copy_(mul(values, factor));
+        }
+  }
 }
 
 // Held-out example 0 alone: a batch of one.

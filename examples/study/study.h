@@ -167,10 +167,14 @@ struct TaskSetup {
   // nothing left to show and `steps` is its budget.
   double stop_at = 0;
   nn::RecallTaskConfig recall{};  // recall only
+  int64_t context = 32;           // charlm only: the characters a window holds
 };
 TaskSetup reverse_setup();  // encoder-decoder, 1 layer per stack, d_model 32
 TaskSetup
 recall_setup();  // decoder, 2 layers, d_model 32; 16 keys, 4 pairs, 4 queries; stops at 99%
+// A character-level language model (the qk-rate part): a decoder, 2 layers,
+// d_model 64, on windows of 32 characters of the built-in generated corpus.
+TaskSetup charlm_setup();
 
 // Attention is called collapsed (Zhai et al. 2023) below this entropy_norm.
 inline constexpr double kCollapsedEntropy = 0.1;
@@ -212,6 +216,12 @@ struct RunSpec {
   // Recall only (the length part): after training, also evaluate at these
   // numbers of pairs, longer sequences than trained on (length_train.cpp).
   std::vector<int64_t> test_pairs{};
+  // The qk-rate part's knobs (0 and 1: as built). qk_logit_std > 0 scales
+  // each attention layer's W_Q and W_K (and their biases) at the start so
+  // that its unscaled q.k has this std on the held-out batch, layer by layer
+  // from the input side; qk_lr_multiplier multiplies their learning rate
+  // (their own parameter group, beside an arm's factor).
+  double qk_logit_std = 0, qk_lr_multiplier = 1;
 };
 
 // Train short, test long: a recall run's held-out accuracy and its answer

@@ -78,12 +78,12 @@ struct FlagUse {
 const std::vector<FlagUse>& flag_uses() {
   static const std::vector<FlagUse> uses = {
       {"--tasks", {"train"}},
-      {"--d-ks", {"train"}},
+      {"--d-ks", {"train", "qk-rate"}},
       {"--recall-pairs", {"train"}},
       {"--recall-keys", {"train"}},
       {"--modes", {"train", "lr"}},
-      {"--seeds", {"train", "sgd", "lr", "width", "depth-train", "length"}},
-      {"--steps", {"train", "sgd", "lr", "width", "depth-train", "length"}},
+      {"--seeds", {"train", "sgd", "lr", "width", "depth-train", "length", "qk-rate"}},
+      {"--steps", {"train", "sgd", "lr", "width", "depth-train", "length", "qk-rate"}},
   };
   return uses;
 }
@@ -145,7 +145,7 @@ Flags parse_flags(int argc, char** argv) {
   args.add("--tasks", &f.tasks, "the train part's tasks, comma-separated: reverse, recall");
   args.add("--d-ks", &f.d_ks,
            "the train part's head sizes d_k, comma-separated (empty: 16,256, or 16,64,256 with "
-           "--full)");
+           "--full); qk-rate's too, at d_model = 4 d_k (empty: 16,32,64,128)");
   args.add("--modes", &f.modes,
            "the train and lr parts' arms, comma-separated (empty: " + comma_list(default_modes()) +
                "; with --full also the rest of " + std::to_string(study_modes().size()) +
@@ -227,6 +227,10 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
                             "own arms; name one of " + comma_list(drawn) + " beside it");
   }
   StudyRun study(settings);
+  if (!f.d_ks.empty()) {
+    study.qk_rate_options.d_models.clear();
+    for (int64_t d_k : parse_d_ks(f.d_ks)) study.qk_rate_options.d_models.push_back(4 * d_k);
+  }
   if (!trains) return study;
   study.train_options.tasks = parse_tasks(f.tasks, f.recall_pairs, f.recall_keys);
   if (!f.d_ks.empty()) study.train_options.d_ks = parse_d_ks(f.d_ks);

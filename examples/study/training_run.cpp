@@ -12,7 +12,9 @@
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "examples/study/run_model.h"
+#include "nn/data/char_dataset.h"
 #include "nn/data/recall_task.h"
+#include "nn/data/text_corpus.h"
 #include "nn/data/toy_tasks.h"
 #include "nn/init.h"
 #include "nn/length_scale.h"
@@ -46,14 +48,42 @@ TaskSetup recall_setup() {
           .recall = {.n_keys = 16, .n_values = 16, .pairs = 4, .queries = 4}};
 }
 
+TaskSetup charlm_setup() {
+  return {.task = "charlm",
+          .model = {.d_model = 64, .heads = 4, .layers = 2, .d_ff = 128},
+          .steps = 200,
+          .lr = 3e-3,
+          .context = 32};
+}
+
 namespace {
+
+// charlm's text: the built-in generated corpus (nn/data/text_corpus.h), the
+// same for every run; its last 10% is the held-out split. Token 0 is kept
+// for PAD (which the loss skips), so a character's token is its id + 1.
+const nn::CharDataset& charlm_text() {
+  static const nn::CharDataset text(nn::generate_corpus(200000, 0));
+  return text;
+}
+
+Batch charlm_batch(const TaskSetup& task, int64_t b, Generator& gen, bool held_out) {
+  auto [x, y] =
+      charlm_text().batch(held_out ? nn::Split::Val : nn::Split::Train, b, task.context, gen);
+  auto shifted = [](const Tensor& ids) {
+    std::vector<int64_t> out;
+    for (double id : ids.to_vector()) out.push_back(static_cast<int64_t>(id) + 1);
+    return from_indices(out, ids.shape());
+  };
+  return {Tensor(), Tensor(), shifted(x), shifted(y)};
+}
 
 // reverse: sequences of 2 to 8 symbols out of 8.
 nn::ToyTaskConfig reverse_task() {
   return {.task = "reverse", .n_symbols = 8, .min_len = 2, .max_len = 8, .max_digits = 3};
 }
 
-Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen) {
+Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen, bool held_out = false) {
+  if (task.task == "charlm") return charlm_batch(task, b, gen, held_out);
   if (task.task != "reverse") {  // recall, or the length part's lookup
     nn::RecallBatch r = nn::make_recall_batch(task.recall, b, gen);
     return {Tensor(), Tensor(), r.input, r.target};
@@ -117,19 +147,21 @@ std::unique_ptr<nn::Optimizer> make_optimiser(const RunSpec& spec, const StudyMo
   if (spec.optimizer != "adamw") {
     // Their second learning rate is derived from Adam's step, which does not
     // follow the gradient's size: under SGD it would be another rule.
-    if (has_qk_lr_factor(spec.key.mode) || spec.parametrization != Parametrization::Standard)
+    if (has_qk_lr_factor(spec.key.mode) || spec.qk_lr_multiplier != 1 ||
+        spec.parametrization != Parametrization::Standard)
       fail("scaling_study: optimizer '" + spec.optimizer +
            "' takes the standard parametrisation only (not muP, not an arm whose W_Q and W_K "
            "learn at a rate of their own, as " +
            spec.key.mode + ")");
     return make_optimizer(spec.optimizer, model.owner->parameters(), spec.task.lr);
   }
-  if (has_qk_lr_factor(spec.key.mode)) {
+  if (has_qk_lr_factor(spec.key.mode) || spec.qk_lr_multiplier != 1) {
     // Under Adam a step moves a weight by about the learning rate whatever
     // its gradient, so kReparam's W_Q' = d_k^(-1/4) W_Q must also move
     // d_k^(-1/4) as far for W_Q' W_K'^T to follow 1/sqrt(d_k)'s W_Q W_K^T / sqrt(d_k).
     std::vector<const VariableImpl*> qk;
-    nn::ParamGroup plain, scaled{.lr_factor = qk_lr_factor(spec.key.mode, spec.key.d_k)};
+    nn::ParamGroup plain,
+        scaled{.lr_factor = qk_lr_factor(spec.key.mode, spec.key.d_k) * spec.qk_lr_multiplier};
     for (const auto& [name, a] : model.attention)
       for (const nn::Linear* projection : {a->q_proj.get(), a->k_proj.get()})
         for (const Variable* p : {&projection->weight, &projection->bias})
@@ -254,6 +286,9 @@ RunShape run_shape(const RunSpec& spec) {
     shape.tgt_len = nn::tgt_len(reverse_task());
     c.vocab = nn::vocab_size(reverse_task());
     c.max_len = std::max(shape.src_len, shape.tgt_len);
+  } else if (task.task == "charlm") {
+    shape.tgt_len = c.max_len = task.context;
+    c.vocab = charlm_text().vocab_size() + 1;  // and PAD
   } else {
     shape.tgt_len = c.max_len = nn::recall_seq_len(task.recall);
     c.vocab = nn::recall_vocab_size(task.recall);
@@ -271,14 +306,17 @@ RunOutput train_one(const RunSpec& spec) {
   const uint64_t base =
       ((spec.seed * 1000003 + static_cast<uint64_t>(key.seed)) * 7919 +
        static_cast<uint64_t>(key.d_k) * 31 + static_cast<uint64_t>(task.model.d_model) * 104729 +
-       (task.task == "reverse" ? 1 : 2)) ^
+       (task.task == "reverse"  ? 1
+        : task.task == "charlm" ? 3
+                                : 2)) ^
       (kSeedStream * 0x9E3779B97F4A7C15ULL);
   Generator init(base), data(base + 100), eval_gen(base + 200);
   StudyModel model = build(spec, init);
   std::vector<Batch> eval;
   for (int64_t left = spec.eval_examples; left > 0; left -= 128)
-    eval.push_back(make_study_batch(task, std::min<int64_t>(left, 128), eval_gen));
+    eval.push_back(make_study_batch(task, std::min<int64_t>(left, 128), eval_gen, true));
   const int64_t steps = task.steps;
+  if (spec.qk_logit_std > 0) set_qk_logit_std(model, eval.front(), spec.qk_logit_std);
   std::unique_ptr<nn::Optimizer> opt = make_optimiser(spec, model);
   const nn::LrSchedule schedule =
       nn::LrSchedule::linear_warmup(task.lr, spec.warmup ? std::max<int64_t>(1, steps / 20) : 1);
