@@ -15,7 +15,7 @@ QkRateOptions qk_rate_options(const Settings& settings) {
   QkRateOptions o;
   if (settings.seeds > 0) {
     o.seeds = settings.seeds;
-    o.other_sigma_seeds = std::min(o.other_sigma_seeds, settings.seeds);
+    o.other_seeds = std::min(o.other_seeds, settings.seeds);
     o.few_seeds = std::min(o.few_seeds, settings.seeds);
   }
   if (settings.steps > 0) o.recall_steps = o.charlm_steps = settings.steps;
@@ -40,8 +40,12 @@ std::vector<Cell> cells(const QkRateOptions& o) {
 }
 
 int64_t seeds_of(const QkRateOptions& o, const Cell& c, int64_t d_model) {
-  if (d_model >= o.few_seeds_from) return o.few_seeds;
-  return c.arm == "none" && c.sigma0 != 1 ? o.other_sigma_seeds : o.seeds;
+  const bool alpha_cell = c.arm == "none" && c.sigma0 == 1;
+  if (d_model >= o.few_seeds_from) {
+    const bool first_reference = !o.references.empty() && c.arm == o.references.front();
+    return alpha_cell || first_reference ? o.few_seeds : 0;
+  }
+  return alpha_cell ? o.seeds : o.other_seeds;
 }
 
 TaskSetup task_at(const QkRateOptions& o, const std::string& task, int64_t d_model) {

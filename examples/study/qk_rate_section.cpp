@@ -171,9 +171,10 @@ Section qk_rate_section(const QkRateOptions& o, const std::vector<QkRateRow>& ro
      << " on charlm; batch " << o.batch << "). Unscaled attention with its q.k started at std "
      << "sigma0 (W_Q and W_K scaled at the start, layer by layer) and W_Q, W_K learning at m "
      << "times the rest's rate, m = 4^-3 to 4^1; the references as built at m = 1. Seeds: "
-     << o.seeds << " for sigma0 = 1 and the references, " << o.other_sigma_seeds
-     << " for the other starts, " << o.few_seeds << " for every cell from d_model "
-     << o.few_seeds_from << " up (docs/study.md says why). m* is the vertex of the parabola "
+     << o.seeds << " for sigma0 = 1's grid, " << o.other_seeds
+     << " for the other starts and the references; from d_model " << o.few_seeds_from
+     << " up only sigma0 = 1's grid and the first reference, on " << o.few_seeds << " seeds "
+     << "(docs/study.md says why). m* is the vertex of the parabola "
      << "through the lowest mean loss AUC and its neighbours; alpha the slope of log m* "
      << "against log d_k, with a percentile bootstrap over seeds.\n\n"
      << cell_table(rows) << "\n";

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "examples/study/study.h"
+#include "nn/data/char_dataset.h"
+#include "nn/data/toy_tasks.h"
 #include "nn/models.h"
 
 namespace gradflow::study {
@@ -15,6 +17,16 @@ namespace gradflow::study {
 struct Batch {
   Tensor src, src_pad, input, target;  // src, src_pad only for reverse
 };
+
+// ---- the tasks (study_tasks.cpp) -----------------------------------------------
+// reverse: sequences of 2 to 8 symbols out of 8.
+nn::ToyTaskConfig reverse_task();
+// charlm's text: the built-in generated corpus, the same for every run; its
+// last 10% is the held-out split. A character's token is its id + 1 (0 is PAD).
+const nn::CharDataset& charlm_text();
+// b examples of the task, from `gen`; held_out: charlm's held-out split (the
+// other tasks draw fresh examples either way).
+Batch make_study_batch(const TaskSetup& task, int64_t b, Generator& gen, bool held_out = false);
 
 // One model of either kind, with its attention layers and blocks named for
 // the logs, input side first.

@@ -121,7 +121,7 @@ TEST(StudyQkRate, ARunStartsAtSigma0AndItsMultiplierMovesTheLogits) {
   o.sigmas = {3};
   o.powers = {-3, 1};
   o.references = {};
-  o.seeds = o.other_sigma_seeds = o.few_seeds = 1;
+  o.seeds = o.other_seeds = o.few_seeds = 1;
   o.recall_steps = o.charlm_steps = 20;
   const std::vector<RunSpec> runs = qk_rate_runs(Settings{}, o);
   ASSERT_EQ(runs.size(), 4u);
@@ -150,7 +150,7 @@ TEST(StudyQkRate, ATinyPartWritesARowPerRunAndJudgesItsThreeClaims) {
   o.sigmas = {1};
   o.powers = {-1, 0, 1};
   o.references = {"inv_sqrt_dk"};
-  o.seeds = o.other_sigma_seeds = o.few_seeds = 2;
+  o.seeds = o.other_seeds = o.few_seeds = 2;
   o.recall_steps = o.charlm_steps = 6;
   Settings settings;
   settings.threads = 2;
