@@ -1,6 +1,8 @@
 // Every arm a run trained or measured is drawn and judged, not only the
 // table's (issue #49): the order figures list arms in, the look of an arm
-// without a row, and the flags each part's row reads.
+// without a row, the flags each part's row reads, and a mode's transform of
+// the scores measured by the parts at initialisation, against figures
+// computed by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +13,10 @@
 #include <vector>
 
 #include "examples/study/arms.h"
+#include "examples/study/length_probe.h"
 #include "examples/study/part_table.h"
 #include "examples/study/study_flags.h"
+#include "tensor/creation.h"
 #include "tests/examples/run_program.h"
 
 namespace gradflow::testing {
@@ -85,6 +89,53 @@ TEST(StudyArmsDrawn, TheUnusedFlagWarningFollowsTheRows) {
       g.given = {flag};
       EXPECT_EQ(unused_flags_warning(g, {&p}), "") << p.name << " " << flag;
     }
+}
+
+// softcap's cap at initialisation: scores c tanh(x / c), the library's own
+// transform, in the init part's random-vector experiment and in the length
+// part's weights.
+TEST(StudyArmsDrawn, TheInitAndLengthPartsMeasureTheCap) {
+  const auto variant = mode_variant(nn::ScaleMode("softcap:2"), 64, 8);
+  const Tensor raw = from_vector({10.0, -3.0, 0.5, 0.0}, {2, 2});
+  const std::vector<double> capped = transformed_scores(variant.get(), raw).to_vector();
+  EXPECT_NEAR(capped[0], 2 * std::tanh(5.0), 1e-6);  // 1.99982: within 2
+  EXPECT_NEAR(capped[1], 2 * std::tanh(-1.5), 1e-6);
+  EXPECT_NEAR(capped[2], 2 * std::tanh(0.25), 1e-6);
+  EXPECT_EQ(transformed_scores(nullptr, raw).to_vector()[0], 10.0f);
+
+  Settings settings;
+  settings.threads = 2;
+  settings.modes = {"softcap:2"};
+  InitOptions o;
+  o.d_ks = {64}, o.n_keys = {8}, o.draws = 64, o.layer_rows = 64;
+  const std::vector<InitRow> rows = run_init(settings, o);
+  auto row = [&](const std::string& mode) {
+    for (const InitRow& r : rows)
+      if (r.mode == mode) return r;
+    ADD_FAILURE() << mode;
+    return InitRow{};
+  };
+  // Unit-variance q and k: unscaled logits have variance d_k = 64 (std 8),
+  // 1/sqrt(d_k)'s 1. softcap:2's are 2 tanh(x / 2) of the latter, x ~ N(0, 1):
+  // variance E[4 tanh^2(x / 2)] = 0.6941 (the quadrature below), below 4.
+  double expected = 0;
+  for (double x = -10; x < 10; x += 1e-3)
+    expected +=
+        4 * std::pow(std::tanh(x / 2), 2) * std::exp(-x * x / 2) / std::sqrt(2 * M_PI) * 1e-3;
+  EXPECT_NEAR(expected, 0.6941, 1e-3);
+  const InitRow none = row("none"), ref = row("inv_sqrt_dk"), cap = row("softcap:2");
+  EXPECT_NEAR(std::sqrt(none.logit_var.mean), 8, 0.4);
+  EXPECT_NEAR(ref.logit_var.mean, 1, 0.06);
+  EXPECT_NEAR(cap.logit_var.mean, expected, 0.05);
+  EXPECT_LT(cap.layer_logit_var.mean, 4);
+  EXPECT_TRUE(std::isnan(cap.logit_var_theory));
+
+  // One query against two keys in one dimension: logits 16 and 0, uncapped a
+  // weight of 1 / (1 + e^-16) on the first, capped 2 tanh(8) and 0: e^2 / (e^2 + 1).
+  const std::vector<double> plain = length_weights("const:1", {4}, {{4}, {0}}, 64);
+  const std::vector<double> capped_w = length_weights("softcap:2", {4}, {{4}, {0}}, 64);
+  EXPECT_NEAR(plain[0], 1 / (1 + std::exp(-16.0)), 1e-6);
+  EXPECT_NEAR(capped_w[0], std::exp(2 * std::tanh(8.0)) / (std::exp(2 * std::tanh(8.0)) + 1), 1e-5);
 }
 
 // The issue's done-when: a mode trained on request is drawn in the
