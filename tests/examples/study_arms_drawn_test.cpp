@@ -5,6 +5,7 @@
 // computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,9 @@
 #include "examples/study/arms.h"
 #include "examples/study/length_probe.h"
 #include "examples/study/part_table.h"
+#include "examples/study/run_model.h"
 #include "examples/study/study_flags.h"
+#include "nn/data/toy_tasks.h"
 #include "tensor/creation.h"
 #include "tests/examples/run_program.h"
 
@@ -136,6 +139,39 @@ TEST(StudyArmsDrawn, TheInitAndLengthPartsMeasureTheCap) {
   const std::vector<double> capped_w = length_weights("softcap:2", {4}, {{4}, {0}}, 64);
   EXPECT_NEAR(plain[0], 1 / (1 + std::exp(-16.0)), 1e-6);
   EXPECT_NEAR(capped_w[0], std::exp(2 * std::tanh(8.0)) / (std::exp(2 * std::tanh(8.0)) + 1), 1e-5);
+}
+
+// The train part's entropy of a layer, as an absolute value: with W_Q and
+// its bias zero every query scores every key alike, so each row's weights
+// are uniform over the keys it sees and entropy_norm is exactly 1, for
+// reverse's padded source (cross-attention), its decoder's causal rows and
+// the encoder. A probe that forgot the padding mask would count the hidden
+// keys in log(n) and give less (issue #49: such a plant moved the values
+// 20% with every study test green).
+TEST(StudyArmsDrawn, UniformAttentionHasEntropyOneInEveryLayer) {
+  RunSpec spec;
+  spec.key = {"reverse", "none", 16, 0};
+  spec.task = reverse_setup();
+  Generator gen(3);
+  StudyModel model = build_model(spec, gen);
+  for (auto& [name, a] : model.attention) {
+    for (Variable* p : {&a->q_proj->weight, &a->q_proj->bias})
+      if (p->defined()) {
+        Tensor values = p->data();  // a handle to the parameter's storage
+        values.fill_(0);
+      }
+    a->record_probe = true;
+  }
+  const nn::Seq2SeqBatch s = nn::make_batch(
+      {.task = "reverse", .n_symbols = 8, .min_len = 2, .max_len = 8, .max_digits = 3}, 16, gen);
+  const Batch batch{s.src, s.src_pad, s.tgt_in, s.tgt_out};
+  const std::vector<double> pad = s.src_pad.to_vector();
+  ASSERT_GT(std::count(pad.begin(), pad.end(), 1.0), 0) << "the batch has padding";
+  model.forward(batch);
+  std::vector<LayerRow> rows;
+  record_layers(model, spec.key, 0, batch, rows);
+  ASSERT_EQ(rows.size(), model.attention.size());
+  for (const LayerRow& r : rows) EXPECT_NEAR(r.entropy_norm, 1, 1e-5) << r.layer;
 }
 
 // The issue's done-when: a mode trained on request is drawn in the
