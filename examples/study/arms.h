@@ -6,8 +6,8 @@
 // layer is built and initialised, its learning-rate factor, how figures draw
 // it. So adding an arm is one row of arms() (docs/study.md, "Adding an arm"),
 // and every scale mode of the library is already an arm without a row of its
-// own (`--modes inv_sqrt_dk,log_n`): it trains only when asked for, drawn in a colour by
-// position.
+// own (`--modes inv_sqrt_dk,softcap`): it trains only when asked for, drawn
+// dashed in a colour no row has.
 #pragma once
 
 #include <memory>
