@@ -110,11 +110,11 @@ TEST(StudyArmsDrawn, TheInitAndLengthPartsMeasureTheCap) {
   settings.threads = 2;
   settings.modes = {"softcap:2"};
   InitOptions o;
-  o.d_ks = {64}, o.n_keys = {8}, o.draws = 64, o.layer_rows = 64;
+  o.d_ks = {64}, o.n_keys = {8, 512}, o.draws = 64, o.layer_rows = 64;
   const std::vector<InitRow> rows = run_init(settings, o);
-  auto row = [&](const std::string& mode) {
+  auto row = [&](const std::string& mode, int64_t n_keys = 8) {
     for (const InitRow& r : rows)
-      if (r.mode == mode) return r;
+      if (r.mode == mode && r.n_keys == n_keys) return r;
     ADD_FAILURE() << mode;
     return InitRow{};
   };
@@ -132,6 +132,11 @@ TEST(StudyArmsDrawn, TheInitAndLengthPartsMeasureTheCap) {
   EXPECT_NEAR(cap.logit_var.mean, expected, 0.05);
   EXPECT_LT(cap.layer_logit_var.mean, 4);
   EXPECT_TRUE(std::isnan(cap.logit_var_theory));
+  // The init part's entropy, by hand: n logits i.i.d. N(0, v) have softmax
+  // entropy log n - v / 2 + O(1/n), so at 1/sqrt(d_k) (v = 1 for each
+  // query on average) and 512 keys entropy_norm is 1 - 1 / (2 log 512) =
+  // 0.9199 (0.9207 in a simulation of 3000 rows, the O(1/n) term).
+  EXPECT_NEAR(row(kDefaultMode, 512).entropy_norm.mean, 1 - 1 / (2 * std::log(512.0)), 4e-3);
 
   // One query against two keys in one dimension: logits 16 and 0, uncapped a
   // weight of 1 / (1 + e^-16) on the first, capped 2 tanh(8) and 0: e^2 / (e^2 + 1).
@@ -139,6 +144,25 @@ TEST(StudyArmsDrawn, TheInitAndLengthPartsMeasureTheCap) {
   const std::vector<double> capped_w = length_weights("softcap:2", {4}, {{4}, {0}}, 64);
   EXPECT_NEAR(plain[0], 1 / (1 + std::exp(-16.0)), 1e-6);
   EXPECT_NEAR(capped_w[0], std::exp(2 * std::tanh(8.0)) / (std::exp(2 * std::tanh(8.0)) + 1), 1e-5);
+}
+
+// The depth part as an absolute value: a scale of 1e-12 makes every logit 0
+// in float32, so attention alone gives every token the same output (the
+// mean of the values, through W_O) and their mean cosine after the layer is
+// exactly 1, in either placement; the arm is measured because --modes names it.
+TEST(StudyArmsDrawn, UniformAttentionMakesTokensAlikeInTheDepthPart) {
+  Settings settings;
+  settings.threads = 2;
+  settings.modes = {"const:1e-12"};
+  DepthOptions o;
+  o.depths = {1}, o.draws = 2;
+  int found = 0;
+  for (const DepthRow& r : run_depth(settings, o)) {
+    if (r.mode != "const:1e-12") continue;
+    ++found;
+    EXPECT_NEAR(r.pure_attention_cosine.mean, 1, 1e-5) << r.norm_placement;
+  }
+  EXPECT_EQ(found, 2);  // pre-LN and post-LN
 }
 
 // The train part's entropy of a layer, as an absolute value: with W_Q and
