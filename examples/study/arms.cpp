@@ -102,12 +102,36 @@ void add_arm(const Arm& row) {
   table().push_back(row);
 }
 
+namespace {
+bool has_row(const std::string& name) {
+  return std::any_of(arms().begin(), arms().end(), [&](const Arm& a) { return a.name == name; });
+}
+
+// The colours of the arms without a row, one per mode of the library
+// without a row, in the library table's order: Paul Tol's muted scheme,
+// colour-blind safe beside Okabe-Ito's and none of the rows' colours (a test
+// checks it). Past the list they repeat, and mode_panels splits the arms
+// that share one into panels of their own.
+constexpr std::string_view kRowlessColours[] = {"#882255", "#117733", "#332288",
+                                                "#999933", "#44AA99", "#AA4499"};
+
+ModeLook rowless_look(const nn::ScaleMode& mode) {
+  size_t index = 0;
+  for (const nn::ScaleModeEntry& e : nn::scale_modes()) {
+    if (&e == &mode.entry()) break;
+    if (!has_row(e.name)) ++index;
+  }
+  return {kRowlessColours[index % std::size(kRowlessColours)], true};
+}
+}  // namespace
+
 std::optional<Arm> find_arm(const std::string& name) {
   for (const Arm& a : arms())
     if (a.name == name) return a;
   try {
     const nn::ScaleMode mode(name);
-    return Arm{.name = name, .scale = name, .summary = mode.entry().summary};
+    return Arm{
+        .name = name, .scale = name, .summary = mode.entry().summary, .look = rowless_look(mode)};
   } catch (const Error&) {
     return std::nullopt;
   }
@@ -124,12 +148,32 @@ std::string arm_names() {
   for (const Arm& a : arms()) out += (out.empty() ? "" : ", ") + a.name;
   // The library's modes without a row of their own are arms too.
   for (const nn::ScaleModeEntry& e : nn::scale_modes()) {
-    const std::string name = std::string(e.name) + (e.takes_value ? ":<value>" : "");
-    const bool has_row =
-        std::any_of(arms().begin(), arms().end(), [&e](const Arm& a) { return a.name == e.name; });
-    if (!has_row) others += (others.empty() ? "" : ", ") + name;
+    if (has_row(e.name)) continue;
+    // softcap[:<value>, default 30]; const:<value>, which has no default.
+    std::string name = e.name;
+    if (e.takes_value && e.default_value > 0)
+      name += "[:<value>, default " + nn::ScaleMode(e.name).name().substr(name.size() + 1) + "]";
+    else if (e.takes_value)
+      name += ":<value>";
+    others += (others.empty() ? "" : ", ") + name;
   }
   return others.empty() ? out : out + ", or any scale mode of the library: " + others;
+}
+
+std::vector<std::string> in_drawing_order(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const Arm& a : arms())
+    if (std::find(names.begin(), names.end(), a.name) != names.end()) out.push_back(a.name);
+  for (const std::string& n : names)
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+std::vector<std::string> measured_arms(const std::vector<std::string>& requested) {
+  std::vector<std::string> out = study_modes();
+  for (const std::string& m : requested)
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  return out;
 }
 
 bool is_reference(const std::string& mode) { return mode == kDefaultMode; }
@@ -165,6 +209,25 @@ bool has_qk_lr_factor(const std::string& mode) { return arm(mode).qk_lr_power !=
 
 double qk_lr_factor(const std::string& mode, int64_t d_k) {
   return std::pow(static_cast<double>(d_k), arm(mode).qk_lr_power);
+}
+
+std::shared_ptr<nn::AttentionVariant> mode_variant(const nn::ScaleMode& mode, int64_t d_k,
+                                                   int64_t built_len) {
+  return mode.make_variant({.d_k = d_k, .heads = 1, .max_len = built_len});
+}
+
+std::shared_ptr<nn::AttentionVariant> transforming(std::shared_ptr<nn::AttentionVariant> variant) {
+  return variant && variant->transforms_scores() ? variant : nullptr;
+}
+
+Tensor transformed_scores(const nn::AttentionVariant* variant, const Tensor& logits) {
+  if (variant == nullptr || !variant->transforms_scores()) return logits;
+  NoGradGuard no_grad;
+  // The hook's shape, (B, H, T, S); every key visible.
+  const Shape shape = logits.shape();
+  const int64_t s = shape.back(), t = logits.ndim() > 1 ? shape[shape.size() - 2] : 1;
+  const Variable scores(logits.reshape({logits.numel() / (t * s), 1, t, s}));
+  return variant->transform_scores(scores, {.key_length = s}).data().reshape(shape);
 }
 
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode) {

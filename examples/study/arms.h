@@ -6,10 +6,11 @@
 // layer is built and initialised, its learning-rate factor, how figures draw
 // it. So adding an arm is one row of arms() (docs/study.md, "Adding an arm"),
 // and every scale mode of the library is already an arm without a row of its
-// own (`--modes inv_sqrt_dk,log_n`): it trains only when asked for, drawn in a colour by
-// position.
+// own (`--modes inv_sqrt_dk,softcap`): it trains only when asked for, drawn
+// dashed in a colour no row has.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,8 +23,8 @@ namespace gradflow::study {
 // How a figure draws an arm, the same in every panel, so a reader learns it
 // once: the default arms and `learned` each have a colour of their own
 // (Okabe-Ito's, svg_plot.h); the others share one of those colours, dashed,
-// and are never drawn beside the arm they share it with (mode_panels). No
-// colour: the palette's, by position.
+// and are never drawn beside the arm they share it with (mode_panels). An
+// arm without a row is drawn dashed in a colour no row has (find_arm).
 struct ModeLook {
   std::string_view color;
   bool dashed = false;
@@ -61,12 +62,25 @@ const std::vector<Arm>& arms();
 // is taken or a scale mode the library does not have.
 void add_arm(const Arm& row);
 // The row named `name`, else the library's scale mode of that name as an
-// arm (OnRequest, no look of its own); nullopt when it is neither.
+// arm (OnRequest, dashed in a colour of its own: one per mode of the
+// library without a row, so softcap:5 and const:0.25 never share one, but
+// const:0.25 and const:0.5 do and are drawn in different panels); nullopt
+// when it is neither.
 std::optional<Arm> find_arm(const std::string& name);
 // find_arm, throwing Error that lists every valid name when there is none.
 Arm arm(const std::string& name);
-// "none, inv_sqrt_dk, ... (or any scale mode: log_n, ssmax, const:<value>)": for help and errors.
+// "none, inv_sqrt_dk, ..., or any scale mode of the library: const:<value>,
+// softcap[:<value>, default 30]": for help and errors, the defaults read
+// from the library's table.
 std::string arm_names();
+// `names` (the arms a part measured or trained, repeats allowed) in the
+// order figures and claims list arms: the table's order, then the arms
+// without a row in the order `names` first gives them.
+std::vector<std::string> in_drawing_order(const std::vector<std::string>& names);
+// The arms the parts at initialisation (init, depth) measure: every arm
+// --full trains, in table order, then those of `requested` (--modes) that
+// are not among them, in its order. The first keep their random streams.
+std::vector<std::string> measured_arms(const std::vector<std::string>& requested);
 
 // The arm every other is compared against, seed by seed: 1/sqrt(d_k).
 inline constexpr const char* kDefaultMode = "inv_sqrt_dk";
@@ -102,6 +116,18 @@ bool changes_qk_init(const std::string& mode);
 // d_k^qk_lr_power; 1 for most arms.
 double qk_lr_factor(const std::string& mode, int64_t d_k);
 bool has_qk_lr_factor(const std::string& mode);
+// A scale mode's variant as a layer built for `built_len` keys starts with it
+// (null for a mode without one), for the parts that measure attention on
+// random q and k without a layer (init, length).
+std::shared_ptr<nn::AttentionVariant> mode_variant(const nn::ScaleMode& mode, int64_t d_k,
+                                                   int64_t built_len);
+// `variant` if it transforms the scores, else null.
+std::shared_ptr<nn::AttentionVariant> transforming(std::shared_ptr<nn::AttentionVariant> variant);
+// `logits` (..., T, S), the fixed factor times q.k, through the variant's
+// transform of the scores (softcap's cap) as its layer's softmax sees them:
+// the library's own code, so any mode that transforms scores is measured
+// with its transform. `logits` itself for a null variant or one that does not.
+Tensor transformed_scores(const nn::AttentionVariant* variant, const Tensor& logits);
 // The arm's initialisation, applied to a freshly built layer (W_Q, W_K and
 // their biases times d_k^qk_init_power; nothing for most arms).
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);

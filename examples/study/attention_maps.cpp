@@ -51,7 +51,7 @@ plot::Heatmap map_panel(const TrainResult& b, const RunKey& run, const Attention
 
 PlotFile attention_maps_figure(const TrainResult& b) {
   // The tasks in the order they ran, each with its smallest and largest d_k;
-  // the arms in study_modes() order.
+  // the arms in drawing order (in_drawing_order).
   std::vector<std::pair<std::string, std::vector<int64_t>>> tasks;
   std::vector<std::string> modes;
   for (const auto& [run, map] : b.maps) {
@@ -60,10 +60,8 @@ PlotFile attention_maps_figure(const TrainResult& b) {
     if (t == tasks.end()) t = tasks.insert(tasks.end(), {run.task, {}});
     t->second.push_back(run.d_k);
   }
-  for (const std::string& mode : study_modes())
-    if (std::any_of(b.maps.begin(), b.maps.end(),
-                    [&](const auto& m) { return m.first.mode == mode; }))
-      modes.push_back(mode);
+  for (const auto& [run, map] : b.maps) modes.push_back(run.mode);
+  modes = in_drawing_order(modes);
   std::vector<plot::HeatmapRow> rows;
   for (auto& [task, d_ks] : tasks) {
     const auto [lo, hi] = std::minmax_element(d_ks.begin(), d_ks.end());

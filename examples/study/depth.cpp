@@ -98,7 +98,7 @@ std::vector<DepthRow> run_depth(const Settings& settings, const DepthOptions& o)
     int64_t layers;
   };
   std::vector<Job> jobs;
-  for (const std::string& mode : study_modes())
+  for (const std::string& mode : measured_arms(settings.modes))
     for (nn::NormPlacement norm : {nn::NormPlacement::Pre, nn::NormPlacement::Post})
       for (int64_t layers : o.depths) jobs.push_back({mode, norm, layers});
   std::vector<std::vector<DepthRow>> rows(jobs.size());

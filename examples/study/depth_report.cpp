@@ -33,7 +33,9 @@ std::string depth_table(const DepthOptions& o, const std::vector<DepthRow>& dept
         "token cosine, last block | its rise from layer 1 | pure attention: cosine after "
         "layer 1 | after layer "
      << deepest << " |\n|---|---|---|---|---|---|---|---|\n";
-  for (const std::string& mode : study_modes())
+  std::vector<std::string> modes;
+  for (const DepthRow& r : depth) modes.push_back(r.mode);
+  for (const std::string& mode : in_drawing_order(modes))
     for (const char* placement : {"pre_ln", "post_ln"}) {
       auto [first, last] = ends_of(depth, mode, placement);
       if (!first || !last) continue;
@@ -85,9 +87,8 @@ std::vector<PlotFile> depth_figures(const std::vector<DepthRow>& depth) {
     Interval DepthRow::*field;
   };
   std::vector<std::string> modes;
-  for (const std::string& mode : study_modes())
-    if (std::any_of(depth.begin(), depth.end(), [&](const DepthRow& r) { return r.mode == mode; }))
-      modes.push_back(mode);
+  for (const DepthRow& r : depth) modes.push_back(r.mode);
+  modes = in_drawing_order(modes);
   const auto groups = mode_panels(modes);
   // One row of panels per group of modes: the main arms on top.
   auto depth_panels = [&](const std::string& y, bool log_y, const std::vector<Panel>& wanted) {

@@ -170,10 +170,8 @@ Section depth_train_section(const DepthTrainOptions& o, const DepthTrainResult& 
        {"norm_placement", "warmup", "mode", "seed", "step", "loss", "layer", "grad_norm"},
        rows});
   std::vector<std::string> modes;
-  for (const std::string& mode : study_modes())
-    if (std::any_of(depth.rows.begin(), depth.rows.end(),
-                    [&](const DepthTrainRow& r) { return r.mode == mode; }))
-      modes.push_back(mode);
+  for (const DepthTrainRow& r : depth.rows) modes.push_back(r.mode);
+  modes = in_drawing_order(modes);
   const auto groups = mode_panels(modes);
   std::vector<plot::Figure> panels;
   for (size_t g = 0; g < groups.size(); ++g)

@@ -32,17 +32,14 @@ const FlowGraph* at_step(const std::vector<FlowGraph>& flows, int64_t step) {
   return nullptr;
 }
 
-// The tasks and arms drawn, in the order they ran and study_modes() order.
+// The tasks and arms drawn, in the order they ran and drawing order.
 std::pair<std::vector<std::string>, std::vector<std::string>> tasks_and_modes(
     const TrainResult& b) {
   std::vector<std::string> tasks, modes;
   for (const auto& [run, flows] : b.flows)
     if (std::find(tasks.begin(), tasks.end(), run.task) == tasks.end()) tasks.push_back(run.task);
-  for (const std::string& mode : study_modes())
-    if (std::any_of(b.flows.begin(), b.flows.end(),
-                    [&](const auto& f) { return f.first.mode == mode; }))
-      modes.push_back(mode);
-  return {tasks, modes};
+  for (const auto& [run, flows] : b.flows) modes.push_back(run.mode);
+  return {tasks, in_drawing_order(modes)};
 }
 
 // "width=\"123.0\"" -> 123.0 in the root element of an SVG.

@@ -65,10 +65,8 @@ double z_of(int64_t draws) { return student_t_quantile(0.975, static_cast<double
 
 std::vector<std::string> init_modes(const std::vector<InitRow>& init) {
   std::vector<std::string> out;
-  for (const std::string& mode : study_modes())
-    if (std::any_of(init.begin(), init.end(), [&](const InitRow& r) { return r.mode == mode; }))
-      out.push_back(mode);
-  return out;
+  for (const InitRow& r : init) out.push_back(r.mode);
+  return in_drawing_order(out);
 }
 
 // One series per mode of an init field against d_k at n_keys, with the 95%
@@ -116,7 +114,7 @@ plot::Series slope_lines(const plot::Figure& f,
 std::vector<InitRow> run_init(const Settings& settings, const InitOptions& o) {
   std::vector<InitRow> rows;
   std::vector<size_t> mode_of_row;
-  const std::vector<std::string>& modes = study_modes();
+  const std::vector<std::string> modes = measured_arms(settings.modes);
   for (size_t m = 0; m < modes.size(); ++m)
     for (int64_t d_k : o.d_ks)
       for (int64_t n : o.n_keys) {

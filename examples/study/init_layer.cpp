@@ -70,7 +70,10 @@ void measure_layer(InitRow& row, const Settings& settings, const InitOptions& o)
       return Tensor();
     });
     sum(out * r).backward();
-    const Tensor& logits = attn.probe.logits.data();
+    // The probe keeps the logits before a transform of the scores; the
+    // softmax saw them after it (softcap's cap), as these are.
+    const Tensor logits = transformed_scores(
+        mode_variant(scale_mode_of(mode), row.d_k, row.n_keys).get(), attn.probe.logits.data());
     logit_var.push_back(sample_variance(logits));
     AttentionStats st = attention_stats(attn.probe.weights.data(), logits, Tensor());
     entropy.push_back(st.entropy_norm);

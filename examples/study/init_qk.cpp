@@ -138,10 +138,10 @@ Interval over_draws(const Interval& e, int64_t draws) {
 // Independent unit-variance q and k: `draws` sets of `queries` queries
 // against n_keys keys. The logit variance is the mean of the squared scaled
 // logits (their mean is 0 by symmetry, so this is unbiased). q and k are
-// normalised as the mode's layer would (its QkNormalisation: qk_norm's
-// LayerNorm, qk_l2norm's unit length), then multiplied by the factor a layer
-// built for n_keys keys starts with (nn::ScaleMode::start_factor: qk_l2norm's
-// g is log2(L^2 - L) with L = n_keys, learned_log's exp(t) 1/sqrt(d_k)).
+// normalised as the mode's layer would (QkNormalisation), times the factor a
+// layer built for n_keys keys starts with (ScaleMode::start_factor: qk_l2norm's
+// g is log2(L^2 - L), L = n_keys), then through its variant's transform of the
+// scores (softcap's cap: no closed form for the variance then), if any.
 void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const Settings& settings,
                 const InitOptions& o) {
   const nn::ScaleMode scale = scale_mode_of(mode);
@@ -149,10 +149,11 @@ void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const 
   const bool l2_norm = scale.entry().qk_normalisation == nn::QkNormalisation::L2;
   const double d = static_cast<double>(row.d_k);
   const double s = scale.start_factor({.d_k = row.d_k, .max_len = row.n_keys});
+  const auto variant = transforming(mode_variant(scale, row.d_k, row.n_keys));
   // Fewer keys, noisier draws: more of them, so every estimate is as tight.
   row.draws = std::max(o.draws, o.draws * 64 / row.n_keys);
   // The cosine of two independent directions in d_k dimensions has variance 1/d_k.
-  row.logit_var_theory = qk_norm ? kNaN : l2_norm ? s * s / d : d * s * s;
+  row.logit_var_theory = qk_norm || variant ? kNaN : l2_norm ? s * s / d : d * s * s;
   std::vector<double> var, entropy, max_weight, jacobian;
   Generator gen = init_generator(settings.seed, 1, mode_index, row.d_k, row.n_keys);
   for (int64_t draw = 0; draw < row.draws; ++draw) {
@@ -174,7 +175,7 @@ void measure_qk(InitRow& row, const std::string& mode, size_t mode_index, const 
     if (qk_norm) q = normalize_rows(q), k = normalize_rows(k);
     if (l2_norm) q = unit_rows(q), k = unit_rows(k);
     // Shape: logits (queries, n_keys) = s q (queries, d_k) @ k^T (d_k, n_keys).
-    Tensor logits = mul(matmul(q, k.transpose(0, 1)), s);
+    Tensor logits = transformed_scores(variant.get(), mul(matmul(q, k.transpose(0, 1)), s));
     var.push_back(mean_square(logits));
     AttentionStats st = attention_stats(softmax(logits, -1), logits, Tensor());
     entropy.push_back(st.entropy_norm);

@@ -3,6 +3,7 @@
 // length_train.csv, length_critical.csv and their figures.
 #include "examples/study/length.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -14,6 +15,13 @@ namespace gradflow::study {
 LengthOptions length_options(const Settings& settings) {
   LengthOptions o;
   if (settings.seeds > 0) o.seeds = settings.seeds;
+  // The measurements at initialisation draw random q and k for a scale mode
+  // of the library: --modes adds those it names (an arm that only changes
+  // how W_Q and W_K start has nothing to measure there).
+  for (const std::string& m : settings.modes)
+    if (arm(m).scale == m && arm(m).qk_init_power == 0 &&
+        std::find(o.init.modes.begin(), o.init.modes.end(), m) == o.init.modes.end())
+      o.init.modes.push_back(m);
   if (settings.steps > 0)
     for (TaskSetup& t : o.tasks) t.steps = settings.steps;
   return o;

@@ -30,17 +30,23 @@ bool grows_with_n(const std::string& mode) {
 
 // The weights (B, 1, 1, n) of queries q (B, 1, 1, D) against keys
 // k (B, 1, n, D) under `mode`, as a layer with n visible keys computes them:
-// the mode's variant on q (if any), then attention with its fixed factor.
+// the mode's variant on q and k (if any), attention with its fixed factor,
+// the variant's transform of the scores (softcap's cap) before the softmax.
 Tensor mode_weights(const std::string& mode, const Tensor& q, const Tensor& k, int64_t built_len) {
   NoGradGuard no_grad;
   const nn::ScaleMode m(mode);
   const int64_t d_k = q.shape()[3], n = k.shape()[2];
-  auto variant = m.make_variant({.d_k = d_k, .heads = 1, .max_len = built_len});
-  Variable qv(q);
+  const auto variant = mode_variant(m, d_k, built_len);
+  Variable qv(q), kv(k);
   if (variant) qv = variant->transform_query(qv, {.key_length = n});
+  if (variant) kv = variant->transform_key(kv, {.key_length = n});
+  nn::ScoreTransform transform = nullptr;
+  if (variant && variant->transforms_scores())
+    transform = [&](const Variable& logits) {
+      return variant->transform_scores(logits, {.key_length = n});
+    };
   nn::AttentionProbe probe;
-  Variable kv(k);
-  nn::scaled_dot_product_attention(qv, kv, kv, Tensor(), m.value(d_k), &probe);
+  nn::scaled_dot_product_attention(qv, kv, kv, Tensor(), m.value(d_k), &probe, transform);
   return probe.weights.data().contiguous();
 }
 

@@ -13,7 +13,7 @@
 //                        its tokens by, over (rho, gamma); claim C19
 //
 // Both use the library's own code for the weights: the mode's fixed factor
-// and its variant on q (nn/scale_modes.h), then
+// and its variant on q, k and the scores (nn/scale_modes.h), in
 // nn::scaled_dot_product_attention.
 #pragma once
 
@@ -48,9 +48,9 @@ struct LengthInitRow {
 // Per draw and n: one query q and n keys k in d_k dimensions, entries
 // i.i.d. N(0, 1). The random case scores q against the keys as drawn; the
 // planted case (Nakanishi 2025, Fig. 1's input) replaces key 0 by a copy of
-// q. q is transformed by the mode's variant (built with heads 1 and max_len
-// built_len) as a layer with n visible keys would, then attention with the
-// mode's fixed factor. Every mode sees the same draws (paired). Rows in the
+// q. q, k and the scores are transformed by the mode's variant (built with
+// heads 1 and max_len built_len) as a layer with n visible keys would, around
+// attention with the mode's fixed factor. Every mode sees the same draws (paired). Rows in the
 // order modes x ns. Throws Error for an empty or invalid option.
 std::vector<LengthInitRow> measure_length_init(const LengthInitOptions& options, uint64_t seed);
 

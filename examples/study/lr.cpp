@@ -227,10 +227,8 @@ Section lr_section(const LrOptions& o, const std::vector<FinalRow>& sweep) {
   for (const FinalRow& r : sweep)
     if (std::find(d_ks.begin(), d_ks.end(), r.run.d_k) == d_ks.end()) d_ks.push_back(r.run.d_k);
   std::vector<std::string> modes;
-  for (const std::string& mode : study_modes())
-    if (std::any_of(sweep.begin(), sweep.end(),
-                    [&](const FinalRow& r) { return r.run.mode == mode; }))
-      modes.push_back(mode);
+  for (const FinalRow& r : sweep) modes.push_back(r.run.mode);
+  modes = in_drawing_order(modes);
   const auto groups = mode_panels(modes);
   for (const auto& [name, field, label] :
        {std::tuple{"lr_sensitivity.svg", &capped_loss, "final loss (nats, capped at the initial)"},

@@ -42,9 +42,9 @@ constexpr double kLengthMeasureUnits = 2200;  // the length part's measurements 
 // init's jobs: a (mode, d_k, n_keys) row each, largest d_k x n_keys first
 // (run_init's order). Its random draws cost d_k x max(n_keys, 64), its
 // layer draws about a fixed amount per 1024 rows (--full: 8192).
-PartCost init_cost(const InitOptions& o) {
+PartCost init_cost(const Settings& settings, const InitOptions& o) {
   std::vector<double> sizes;
-  for (size_t m = 0; m < study_modes().size(); ++m)
+  for (size_t m = 0; m < measured_arms(settings.modes).size(); ++m)
     for (int64_t d_k : o.d_ks)
       for (int64_t n : o.n_keys)
         sizes.push_back(static_cast<double>(d_k * std::max<int64_t>(n, 64)) +
@@ -57,9 +57,9 @@ PartCost init_cost(const InitOptions& o) {
 
 // depth's jobs: a (mode, norm placement, depth) stack each, in that order;
 // a stack's draws cost per layer, and building it about 4 layers' worth.
-PartCost depth_cost(const DepthOptions& o) {
+PartCost depth_cost(const Settings& settings, const DepthOptions& o) {
   PartCost cost{.unit = "stack"};
-  for (size_t m = 0; m < study_modes().size(); ++m)
+  for (size_t m = 0; m < measured_arms(settings.modes).size(); ++m)
     for (int placement = 0; placement < 2; ++placement)
       for (int64_t layers : o.depths)
         cost.jobs.push_back(
@@ -99,7 +99,7 @@ std::vector<Part>& table() {
        .letter = 'A',
        .summary = "attention at initialisation, over many random draws, for d_k 4 to 1024 and "
                   "8, 64, 512 keys",
-       .cost = [](const StudyRun& r) { return init_cost(r.init_options); },
+       .cost = [](const StudyRun& r) { return init_cost(r.settings, r.init_options); },
        .run = [](StudyRun& r) { r.init = run_init(r.settings, r.init_options); },
        .section =
            [](const StudyRun& r) {
@@ -107,6 +107,7 @@ std::vector<Part>& table() {
                                  &r.train);
            },
        .reads = {"train"},
+       .flags = {"--modes"},
        .files = {"init_metrics.csv", "logit_std.svg", "softmax_shape.svg", "layer_gradients.svg"}},
       {.name = "train",
        .letter = 'B',
@@ -120,6 +121,8 @@ std::vector<Part>& table() {
        .run = [](StudyRun& r) { r.train = run_train(r.settings, r.train_options); },
        .section = [](const StudyRun& r) { return train_section(r.train_options, r.train, r.lr); },
        .reads = {"lr"},
+       .flags = {"--tasks", "--d-ks", "--recall-pairs", "--recall-keys", "--modes", "--seeds",
+                 "--steps"},
        .files = {"train_metrics.csv", "train_layers.csv", "final_metrics.csv",
                  "accuracy_curves.svg", "loss_curves.svg", "max_logit.svg", "grad_ratio.svg",
                  "final_accuracy.svg", "gradient_and_update.svg", "attention_maps.svg",
@@ -143,13 +146,15 @@ std::vector<Part>& table() {
                                     ? std::vector<SgdRow>{}
                                     : std::any_cast<const std::vector<SgdRow>&>(it->second));
            },
+       .flags = {"--seeds", "--steps"},
        .files = {"sgd_sweep.csv", "sgd_lr.svg"}},
       {.name = "depth",
        .letter = 'D',
        .summary = "gradient norms and token similarity across 1 to 8 layers at initialisation",
-       .cost = [](const StudyRun& r) { return depth_cost(r.depth_options); },
+       .cost = [](const StudyRun& r) { return depth_cost(r.settings, r.depth_options); },
        .run = [](StudyRun& r) { r.depth = run_depth(r.settings, r.depth_options); },
        .section = [](const StudyRun& r) { return depth_section(r.depth_options, r.depth); },
+       .flags = {"--modes"},
        .files = {"depth_metrics.csv", "depth_gradients.svg", "depth_cosine.svg"}},
       {.name = "lr",
        .letter = 'C',
@@ -162,6 +167,7 @@ std::vector<Part>& table() {
            },
        .run = [](StudyRun& r) { r.lr = run_lr(r.settings, r.lr_options); },
        .section = [](const StudyRun& r) { return lr_section(r.lr_options, r.lr); },
+       .flags = {"--modes", "--seeds", "--steps"},
        .files = {"lr_sweep.csv", "lr_sensitivity.svg", "lr_max_logit.svg", "entropy_collapse.svg"}},
       {.name = "width",
        .letter = 'E',
@@ -174,6 +180,7 @@ std::vector<Part>& table() {
            },
        .run = [](StudyRun& r) { r.width = run_width(r.settings, r.width_options); },
        .section = [](const StudyRun& r) { return width_section(r.width_options, r.width); },
+       .flags = {"--seeds", "--steps"},
        .files = {"width_sweep.csv", "width_lr.svg", "width_best_lr.svg"}},
       {.name = "depth-train",
        .letter = 'F',
@@ -192,6 +199,7 @@ std::vector<Part>& table() {
            [](const StudyRun& r) {
              return depth_train_section(r.depth_train_options, r.depth_train);
            },
+       .flags = {"--seeds", "--steps"},
        .files = {"depth_train.csv", "depth_train_loss.svg"}},
       {.name = "length",
        .in_default = false,
@@ -201,6 +209,7 @@ std::vector<Part>& table() {
        .cost = [](const StudyRun& r) { return length_cost(r.settings, r.length_options); },
        .run = [](StudyRun& r) { r.length = run_length(r.settings, r.length_options); },
        .section = [](const StudyRun& r) { return length_section(r.length_options, r.length); },
+       .flags = {"--modes", "--seeds", "--steps"},
        .files = {"length_metrics.csv", "length_train.csv", "length_critical.csv", "length_init.svg",
                  "length_train.svg", "length_critical.svg"}},
       {.name = "qk-rate",
@@ -219,6 +228,8 @@ std::vector<Part>& table() {
                                         : std::any_cast<const std::vector<QkRateRow>&>(it->second),
                                     r.settings.seed);
            },
+       // --d-ks gives its widths (d_model = 4 d_k); its arms are its own grid.
+       .flags = {"--d-ks", "--seeds", "--steps"},
        .files = {"qk_rate.csv", "qk_rate.svg"}},
   };
   return rows;
@@ -231,6 +242,9 @@ void add_part(const Part& row) {
   if (row.name.empty() || find_part(row.name))
     fail("add_part: the name '", row.name, "' is empty or taken");
   if (!row.run || !row.section) fail("add_part: part '", row.name, "' needs a run and a section");
+  for (const std::string& flag : row.flags)
+    if (std::find(part_flags().begin(), part_flags().end(), flag) == part_flags().end())
+      fail("add_part: part '", row.name, "' reads ", flag, ", not a flag a part may read");
   table().push_back(row);
 }
 
@@ -266,6 +280,20 @@ void check_section_files(const Section& section) {
 std::string part_names() {
   std::string out;
   for (const Part& p : parts()) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
+const std::vector<std::string>& part_flags() {
+  static const std::vector<std::string> flags = {
+      "--tasks", "--d-ks", "--recall-pairs", "--recall-keys", "--modes", "--seeds", "--steps"};
+  return flags;
+}
+
+std::string parts_reading(const std::string& flag) {
+  std::string out;
+  for (const Part& p : parts())
+    if (std::find(p.flags.begin(), p.flags.end(), flag) != p.flags.end())
+      out += (out.empty() ? "" : ", ") + p.name;
   return out;
 }
 

@@ -63,7 +63,11 @@ struct Part {
   std::function<void(StudyRun&)> run{};               // measures, into the StudyRun
   std::function<Section(const StudyRun&)> section{};  // its share of the report
   std::vector<std::string> reads{};                   // the parts whose results its section reads
-  std::vector<std::string> files{};                   // every file its section may write
+  // The flags of the command line it reads, of those a part may read
+  // (part_flags(): --modes, --seeds, ...): a flag no chosen part reads is
+  // reported unused (study_flags.cpp).
+  std::vector<std::string> flags{};
+  std::vector<std::string> files{};  // every file its section may write
 };
 
 // Every part, in the order a reader meets them (and they run).
@@ -78,5 +82,11 @@ const Part* find_part(const std::string& name);
 void check_section_files(const Section& section);
 // "init, train, ..." (every part), for help and errors.
 std::string part_names();
+// The flags a part's row may list, those of Settings and the train part's
+// options: --tasks, --d-ks, --recall-pairs, --recall-keys, --modes, --seeds,
+// --steps.
+const std::vector<std::string>& part_flags();
+// The parts that read `flag`, in table order ("" for none): for help.
+std::string parts_reading(const std::string& flag);
 
 }  // namespace gradflow::study

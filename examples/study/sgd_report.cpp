@@ -97,10 +97,7 @@ void sgd_tables(std::ostringstream& md, const SgdOptions& o, const std::vector<S
 // its 95% interval of `value` against the learning rate.
 std::vector<plot::Figure> grid_panels(const SgdOptions& o, const std::vector<SgdRow>& rows,
                                       const std::string& y, bool log_y, Value value) {
-  std::vector<std::string> modes;
-  for (const std::string& mode : study_modes())
-    if (std::find(o.modes.begin(), o.modes.end(), mode) != o.modes.end()) modes.push_back(mode);
-  const auto groups = mode_panels(modes);
+  const auto groups = mode_panels(in_drawing_order(o.modes));
   std::vector<plot::Figure> panels;
   for (int64_t d_k : o.d_ks)
     for (size_t g = 0; g < groups.size(); ++g) {

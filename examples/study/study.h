@@ -75,7 +75,7 @@ struct Settings {
   int threads = 2;                   // jobs run side by side, each on one thread
   bool full = false;                 // more seeds, more draws, more arms
   int64_t seeds = 0, steps = 0;      // 0: each part's own
-  std::vector<std::string> modes{};  // the arms the train and lr parts train; empty: their own
+  std::vector<std::string> modes{};  // --modes: what train and lr train, init and depth add
   // A progress display for a part: progress(title, unit) gives the function
   // its jobs report to; unset, nothing is shown.
   std::function<ProgressFn(const std::string& title, const std::string& unit)> progress{};

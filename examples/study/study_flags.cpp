@@ -70,22 +70,11 @@ std::vector<int64_t> parse_d_ks(const std::string& text) {
   return out;
 }
 
-// The parts that read each flag of a part's settings.
-struct FlagUse {
-  const char* flag;
-  std::vector<std::string> parts;
-};
-const std::vector<FlagUse>& flag_uses() {
-  static const std::vector<FlagUse> uses = {
-      {"--tasks", {"train"}},
-      {"--d-ks", {"train", "qk-rate"}},
-      {"--recall-pairs", {"train"}},
-      {"--recall-keys", {"train"}},
-      {"--modes", {"train", "lr"}},
-      {"--seeds", {"train", "sgd", "lr", "width", "depth-train", "length", "qk-rate"}},
-      {"--steps", {"train", "sgd", "lr", "width", "depth-train", "length", "qk-rate"}},
-  };
-  return uses;
+// Whether a chosen part reads `flag` (its row's flags).
+bool read_by(const std::vector<const Part*>& chosen, const std::string& flag) {
+  return std::any_of(chosen.begin(), chosen.end(), [&](const Part* p) {
+    return std::find(p->flags.begin(), p->flags.end(), flag) != p->flags.end();
+  });
 }
 
 bool runs(const std::vector<const Part*>& chosen, const std::string& name) {
@@ -147,9 +136,11 @@ Flags parse_flags(int argc, char** argv) {
            "the train part's head sizes d_k, comma-separated (empty: 16,256, or 16,64,256 with "
            "--full); qk-rate's too, at d_model = 4 d_k (empty: 16,32,64,128)");
   args.add("--modes", &f.modes,
-           "the train and lr parts' arms, comma-separated (empty: " + comma_list(default_modes()) +
-               "; with --full also the rest of " + std::to_string(study_modes().size()) +
-               "). The arms: " + arm_names());
+           "the arms, comma-separated: those the train and lr parts train (empty: " +
+               comma_list(default_modes()) + "; with --full also the rest of " +
+               std::to_string(study_modes().size()) +
+               "), and more for the parts at initialisation to measure; read by " +
+               parts_reading("--modes") + ". The arms: " + arm_names());
   args.add("--recall-pairs", &f.recall_pairs,
            "recall: key-value pairs per example, each asked for once (0: the task's own)")
       .min(0)
@@ -171,8 +162,7 @@ Flags parse_flags(int argc, char** argv) {
                 "print the plan (the parts and their jobs) and an estimate of its time on this "
                 "machine, from a half-second calibration, and exit without running it");
   args.parse(argc, argv);
-  for (const char* flag :
-       {"--tasks", "--d-ks", "--recall-pairs", "--recall-keys", "--modes", "--seeds", "--steps"})
+  for (const std::string& flag : part_flags())
     if (args.seen(flag)) f.given.insert(flag);
   return f;
 }
@@ -203,7 +193,7 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
                     .seeds = f.seeds,
                     .steps = f.steps};
   const bool trains = runs(chosen, "train");
-  if (!f.modes.empty() && (trains || runs(chosen, "lr"))) {
+  if (!f.modes.empty() && read_by(chosen, "--modes")) {
     settings.modes = split_list(f.modes, "--modes");
     for (const std::string& m : settings.modes) {
       // A mode with a value is read as --scale reads it: one parser and its checks (const:1e-45
@@ -217,14 +207,6 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
         throw cli::UsageError("--modes: unknown arm '" + m + "' (expected one of " + arm_names() +
                               ")");
     }
-    // The train part's figures draw the arms of the table (study_modes): the library's modes
-    // alone would train every run, then leave nothing to draw, and the study would be lost.
-    const std::vector<std::string> drawn = study_modes();
-    if (trains && std::none_of(settings.modes.begin(), settings.modes.end(), [&](const auto& m) {
-          return std::find(drawn.begin(), drawn.end(), m) != drawn.end();
-        }))
-      throw cli::UsageError("--modes " + f.modes + ": the train part's figures draw the study's " +
-                            "own arms; name one of " + comma_list(drawn) + " beside it");
   }
   StudyRun study(settings);
   if (!f.d_ks.empty()) {
@@ -239,11 +221,9 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
 
 std::string unused_flags_warning(const Flags& f, const std::vector<const Part*>& chosen) {
   std::vector<std::string> unused;
-  for (const FlagUse& use : flag_uses()) {
-    if (!f.given.count(use.flag)) continue;
-    bool used = std::any_of(use.parts.begin(), use.parts.end(),
-                            [&](const std::string& p) { return runs(chosen, p); });
-    const std::string flag = use.flag;
+  for (const std::string& flag : part_flags()) {
+    if (!f.given.count(flag)) continue;
+    bool used = read_by(chosen, flag);
     if (used && (flag == "--recall-pairs" || flag == "--recall-keys")) used = recall_trains(f);
     if (!used) unused.push_back(flag);
   }

@@ -125,7 +125,9 @@ Verdict balance_claim(const std::vector<SettingSummary>& training) {
   const int64_t seeds = seeds_of(training);
   int worse_settings = 0, better_settings = 0, modes = 0;
   std::string better_list;
-  for (const std::string& mode : study_modes()) {
+  std::vector<std::string> trained;  // every arm trained, as figures list them
+  for (const SettingSummary& s : training) trained.push_back(s.mode);
+  for (const std::string& mode : in_drawing_order(trained)) {
     if (is_reference(mode)) continue;
     TrainingCount t = count_training(training, mode);
     if (t.settings == 0) continue;
@@ -214,7 +216,9 @@ Verdict logit_growth(const std::vector<FinalRow>& runs) {
     return significant(b.estimate, 2) + " [" + significant(b.lo, 2) + ", " + significant(b.hi, 2) +
            "]";
   };
-  for (const std::string& mode : study_modes()) {
+  std::vector<std::string> trained;  // every arm trained, as figures list them
+  for (const FinalRow& r : runs) trained.push_back(r.run.mode);
+  for (const std::string& mode : in_drawing_order(trained)) {
     auto it = by_mode.find(mode);
     if (it == by_mode.end() || it->second.logit.size() < 8) continue;
     const ModeRuns& m = it->second;

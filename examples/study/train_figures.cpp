@@ -120,13 +120,8 @@ namespace {
 
 std::vector<std::string> modes_of(const TrainResult& b) {
   std::vector<std::string> out;
-  for (const std::string& m : study_modes())
-    for (const FinalRow& f : b.finals)
-      if (f.run.mode == m) {
-        out.push_back(m);
-        break;
-      }
-  return out;
+  for (const FinalRow& f : b.finals) out.push_back(f.run.mode);
+  return in_drawing_order(out);
 }
 
 // A two-valued task's outcome, one dot per run: the steps to solve it, or

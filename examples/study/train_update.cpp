@@ -135,10 +135,8 @@ PlotFile update_figure(const TrainResult& b, const std::vector<std::string>& tra
       {"W_Q gradient", "gradient norm ||dL/dW_Q||_F", &LayerRow::grad_norm_wq},
       {"W_Q update", "relative update ||delta W_Q|| / ||W_Q||", &LayerRow::update_wq},
       {"logit change", "mean |delta scaled logit| per step", &LayerRow::logit_change}};
-  std::vector<std::string> modes;  // in the study's order, as every figure draws them
-  for (const std::string& m : study_modes())
-    if (std::find(trained.begin(), trained.end(), m) != trained.end()) modes.push_back(m);
-  const auto groups = mode_panels(modes);
+  // In the study's order, as every figure draws them.
+  const auto groups = mode_panels(in_drawing_order(trained));
   std::vector<plot::Figure> panels;
   // The first row, where the eye lands: the vanishing gradient, unscaled
   // against 1/sqrt(d_k) alone; every mode and setting follows.

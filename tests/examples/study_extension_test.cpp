@@ -47,6 +47,24 @@ TEST(StudyExtension, TheArmOfTheWorkedExample) {
   EXPECT_TRUE(std::isfinite(out.final.final_loss));
 }
 
+// ---- An arm the library already has: softcap ----
+
+TEST(StudyExtension, SoftcapIsAnArmOnRequest) {
+  const std::optional<Arm> softcap = find_arm("softcap");
+  ASSERT_TRUE(softcap.has_value());
+  EXPECT_FALSE(trained_by_default("softcap"));
+  EXPECT_TRUE(softcap->look.dashed);
+  EXPECT_NE(arm_names().find("softcap[:<value>, default 30]"), std::string::npos);
+  // Trained on request, it is listed after the table's arms.
+  EXPECT_EQ(in_drawing_order({"softcap", "inv_sqrt_dk"}),
+            (std::vector<std::string>{"inv_sqrt_dk", "softcap"}));
+  // Its scores at initialisation are capped: 2 tanh(10 / 2) for softcap:2.
+  const auto cap = mode_variant(nn::ScaleMode("softcap:2"), 64, 8);
+  const Tensor scores = transformed_scores(cap.get(), from_vector({10.0, -10.0}, {1, 2}));
+  EXPECT_NEAR(scores.to_vector()[0], 2 * std::tanh(5.0), 1e-6);
+  EXPECT_NEAR(scores.to_vector()[1], -2 * std::tanh(5.0), 1e-6);
+}
+
 // ---- Adding a part ----
 
 struct SpreadRow {
