@@ -1,10 +1,11 @@
 // Lesson 2: why backward walks the graph in a topological order.
 //
-// The diamond b = 2a, c = a + b, L = b c: a reaches L along two paths and b
-// along two. Backward runs each node's backward once, with the gradient that
-// has arrived at it, so a node must wait until every node that uses it has
-// sent its share. The lesson walks gradflow's own graph, calling each node's
-// own backward (Node::backward), in three orders:
+// The diamond b = 2a, c = a + b, L = b c: a and b are each used twice; a
+// reaches L along three paths, b along two. Backward runs each node's
+// backward once, with the gradient that has arrived at it, so a node must
+// wait until every node that uses it has sent its share. The lesson walks
+// gradflow's own graph, calling each node's own backward (Node::backward),
+// in three orders:
 //   the engine's: reverse of forward_order (autograd/engine.cpp), a
 //     topological order: every node after all its users. dL/da = 12 a.
 //   breadth-first from L, each node as soon as it is reached: b runs before
@@ -178,7 +179,7 @@ int run(int argc, char** argv) {
       "breadth-first gives 24: c's share 6 reaches b after b has run, and 2 x 6 "
       "never reaches a",
       wrong_a == 24 && wrong.stranded.size() == 1 && right_a - wrong_a == 2 * 6);
-  // Why += : a's gradient is the sum of the shares along its two paths.
+  // Why += : a's gradient is the sum of the shares from its two uses.
   std::printf("\na's two shares: %g through c (dc/da = 1) and %g through b (db/da = 2): %g\n",
               right.grads.at(c.impl().get()), 2 * right.grads.at(b.impl().get()), right_a);
   lessons::claim("a's gradient is the sum of its two shares, 6 and 30",
@@ -218,11 +219,10 @@ int run(int argc, char** argv) {
   for (const auto& [impl, name] : names) labels[impl] = name;
   labels[b.impl().get()] = "b = 2a", labels[c.impl().get()] = "c = a + b";
   labels[loss.impl().get()] = "L = b c";
-  lessons::write_figure(
-      lesson, "diamond.svg",
-      to_svg(loss, {.capture = &capture,
-                    .names = labels,
-                    .title = "The diamond: a reaches L along two paths, b along two"}));
+  lessons::write_figure(lesson, "diamond.svg",
+                        to_svg(loss, {.capture = &capture,
+                                      .names = labels,
+                                      .title = "The diamond: a and b each used twice"}));
   return 0;
 }
 
