@@ -23,7 +23,8 @@ std::vector<Criterion> checks(const std::string& start_words, const std::string&
            .margin = 0.02},
           {.id = "rate",
            .tests = rate_words,
-           .plain = "the measured logit step at m = 4 over the one at m = 1/64 (sigma0 = 1, "
+           .plain = "the measured logit step at the largest m over the one at the smallest "
+                    "(sigma0 = 1, "
                     "geometric means over seeds), at each task and width: above 1.5, since "
                     "the other weights, at the full rate, move the logits too",
            .role = Role::Check,

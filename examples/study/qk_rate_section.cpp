@@ -170,10 +170,11 @@ Section qk_rate_section(const QkRateOptions& o, const std::vector<QkRateRow>& ro
   md << " (" << o.recall_steps << " steps on recall, stopped when solved; " << o.charlm_steps
      << " on charlm; batch " << o.batch << "). Unscaled attention with its q.k started at std "
      << "sigma0 (W_Q and W_K scaled at the start, layer by layer) and W_Q, W_K learning at m "
-     << "times the rest's rate, m = 4^-3 to 4^1; the references as built at m = 1. Seeds: "
-     << o.seeds << " for sigma0 = 1's grid, " << o.other_seeds
-     << " for the other starts and the references; from d_model " << o.few_seeds_from
-     << " up only sigma0 = 1's grid and the first reference, on " << o.few_seeds << " seeds "
+     << "times the rest's rate, m = 4^" << o.powers.front() << " to 4^" << o.powers.back()
+     << "; the references as built at m = 1. Seeds: " << o.seeds << " for sigma0 = 1's grid, "
+     << o.other_seeds << " for the other starts and the references; from d_model "
+     << o.few_seeds_from << " up only sigma0 = 1's grid and the first reference, on " << o.few_seeds
+     << " seeds "
      << "(docs/study.md says why). m* is the vertex of the parabola "
      << "through the lowest mean loss AUC and its neighbours; alpha the slope of log m* "
      << "against log d_k, with a percentile bootstrap over seeds.\n\n"
