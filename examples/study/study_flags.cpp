@@ -209,7 +209,7 @@ StudyRun plan_study(const Flags& f, const std::vector<const Part*>& chosen) {
     }
   }
   StudyRun study(settings);
-  if (!f.d_ks.empty()) {
+  if (!f.d_ks.empty() && runs(chosen, "qk-rate")) {  // a flag no chosen part reads is not checked
     study.qk_rate_options.d_models.clear();
     for (int64_t d_k : parse_d_ks(f.d_ks)) study.qk_rate_options.d_models.push_back(4 * d_k);
   }
