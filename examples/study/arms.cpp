@@ -235,7 +235,10 @@ void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode)
   if (power == 0) return;
   // With power -1/4, q and k each shrink by d_k^(-1/4), so q.k's variance
   // shrinks by 1/sqrt(d_k): the unscaled logits start as 1/sqrt(d_k)'s do.
-  const double factor = std::pow(static_cast<double>(attention.d_k()), power);
+  scale_qk_projections(attention, std::pow(static_cast<double>(attention.d_k()), power));
+}
+
+void scale_qk_projections(nn::MultiHeadAttention& attention, double factor) {
   for (nn::Linear* projection : {attention.q_proj.get(), attention.k_proj.get()})
     for (Variable* p : {&projection->weight, &projection->bias})
       if (p->defined()) {

@@ -131,5 +131,8 @@ Tensor transformed_scores(const nn::AttentionVariant* variant, const Tensor& log
 // The arm's initialisation, applied to a freshly built layer (W_Q, W_K and
 // their biases times d_k^qk_init_power; nothing for most arms).
 void apply_mode_init(nn::MultiHeadAttention& attention, const std::string& mode);
+// W_Q and W_K (and their biases) times `factor`, in place: q and k scale by
+// it, q.k by its square (apply_mode_init; the qk-rate part's start).
+void scale_qk_projections(nn::MultiHeadAttention& attention, double factor);
 
 }  // namespace gradflow::study

@@ -221,14 +221,7 @@ void set_qk_logit_std(const StudyModel& model, const Batch& batch, double target
     if (!(now > 0) || !std::isfinite(now))
       fail("set_qk_logit_std: layer ", model.attention[i].first, "'s q.k has std ", now,
            " on the batch, which no scale of W_Q and W_K can move to ", target);
-    const double factor = std::sqrt(target / now);
-    nn::MultiHeadAttention& a = *model.attention[i].second;
-    for (nn::Linear* projection : {a.q_proj.get(), a.k_proj.get()})
-      for (Variable* p : {&projection->weight, &projection->bias})
-        if (p->defined()) {
-          Tensor values = p->data();  // a handle to the parameter's storage
-          values.copy_(mul(values, factor));
-        }
+    scale_qk_projections(*model.attention[i].second, std::sqrt(target / now));
   }
 }
 
