@@ -70,17 +70,16 @@ PartCost depth_cost(const Settings& settings, const DepthOptions& o) {
 
 // qk-rate's runs: a step's cost grows as d_model^2 at these widths (its
 // products), where training_units() is linear in the width, so the part
-// prices its runs itself: seconds a step, measured on a 2-core AMD EPYC
-// (2.2e-3 + 8e-7 d_model^2 at batch 32 on recall's 17 tokens, in
-// proportion to the tokens), over the calibration workload's 0.018 s.
+// prices its runs itself: seconds a budgeted step, 5e-4 + 8e-7 d_model^2,
+// fitted to the 876 runs of `--parts qk-rate --seed 0` on a 2-core AMD EPYC
+// (7677 CPU-s), over the calibration workload's 0.018 s there. A step of
+// recall (17 tokens) measured as dear as one of charlm (32), within 30%, at
+// every width, so the tokens do not enter.
 PartCost qk_rate_cost(const Settings& settings, const QkRateOptions& o) {
   PartCost cost{.unit = "run"};
   for (const RunSpec& r : qk_rate_runs(settings, o)) {
     const double d = static_cast<double>(r.task.model.d_model);
-    const double tokens = static_cast<double>(r.batch) *
-                          static_cast<double>(r.task.task == "charlm" ? r.task.context : 17);
-    cost.jobs.push_back(static_cast<double>(r.task.steps) * (2.2e-3 + 8e-7 * d * d) *
-                        (tokens / 544.0) / 0.018);
+    cost.jobs.push_back(static_cast<double>(r.task.steps) * (5e-4 + 8e-7 * d * d) / 0.018);
   }
   std::sort(cost.jobs.begin(), cost.jobs.end(), std::greater<>());
   return cost;
