@@ -213,8 +213,11 @@ void write_report(const std::string& dir, const ReportInfo& info,
   if (!verdicts.empty()) write_csv(dir, criteria_csv(verdicts));
   std::ostringstream md;
   md << "# Attention scaling study\n\n"
-     << "Produced by `" << info.command << "` (seed " << info.seed << ", " << info.training_seeds
-     << " training seeds, " << info.threads << " threads) in " << significant(info.seconds, 3)
+     << "Produced by `" << info.command << "` (seed " << info.seed << ", "
+     << (info.training_seeds > 0 ? std::to_string(info.training_seeds) + " training seed" +
+                                       (info.training_seeds > 1 ? "s, " : ", ")
+                                 : "")
+     << info.threads << " threads) in " << significant(info.seconds, 3)
      << " s, its matrix products run by " << blas_summary()
      << " (floats differ across CPUs' kernel paths in their last bits, and so may this "
         "run's figures). Every number below comes from this run; the CSV files beside this report "

@@ -240,7 +240,11 @@ int run(int argc, char** argv) {
       .command = study::command_line(argc, argv),
       .seed = study.settings.seed,
       .threads = f.threads,
-      .training_seeds = study.train_options.seeds,
+      // The train part's seeds; the other parts state their own in their sections.
+      .training_seeds = std::any_of(chosen.begin(), chosen.end(),
+                                    [](const study::Part* p) { return p->name == "train"; })
+                            ? study.train_options.seeds
+                            : 0,
       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   study::write_study(f.out, replacing, info, sections);
   pause_after_report();

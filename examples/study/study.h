@@ -408,8 +408,8 @@ struct ReportInfo {
   std::string command;  // the exact command line
   uint64_t seed = 0;
   int threads = 0;
-  int64_t training_seeds = 0;
-  double seconds = 0;  // wall time of the whole run
+  int64_t training_seeds = 0;  // the train part's, 0 when it did not run
+  double seconds = 0;          // wall time of the whole run
 };
 void write_report(const std::string& dir, const ReportInfo& info,
                   const std::vector<Section>& sections);

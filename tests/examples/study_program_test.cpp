@@ -131,6 +131,8 @@ TEST_F(StudyProgramTest, TheReportQuotesItsCommandLineAsAShellReadsIt) {
   EXPECT_NE(report.find("--steps 4 --out '" + path("a study") + "'\\''s folder'`"),
             std::string::npos)
       << report.substr(0, 400);
+  // The train part ran, so the header gives its seeds (the other parts give theirs).
+  EXPECT_NE(report.find("(seed 0, 1 training seed, "), std::string::npos) << report.substr(0, 400);
 }
 
 TEST_F(StudyProgramTest, AFolderHoldsOneStudyAndOverwriteReplacesIt) {
