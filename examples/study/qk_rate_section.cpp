@@ -122,6 +122,7 @@ std::string qk_rate_figure(const std::vector<QkRateRow>& rows, uint64_t seed) {
         p.x.push_back(d), p.y.push_back(std::exp(mean_y + alpha * (std::log(d) - mean_x)));
       return p;
     };
+    best.x.ticks.insert(best.x.ticks.end(), fit.d_ks.begin(), fit.d_ks.end());
     best.series.push_back(s);
     best.series.push_back(through(fit.alpha.mean, line));
     if (task == tasks.front()) {
@@ -180,6 +181,24 @@ Section qk_rate_section(const QkRateOptions& o, const std::vector<QkRateRow>& ro
      << "against log d_k, with a percentile bootstrap over seeds.\n\n"
      << cell_table(rows) << "\n";
   sec.markdown = md.str();
+  const int64_t top = *std::max_element(o.d_models.begin(), o.d_models.end());
+  const int64_t top_seeds = top >= o.few_seeds_from ? o.few_seeds : o.seeds;
+  sec.cannot_separate = {
+      "**The Q/K rate and the rest of the model's (qk-rate).** One learning rate serves the "
+      "whole model at every width, so m* carries what a wider model's other weights ask of "
+      "the rate (under Adam, muP scales theirs as 1/fan_in) as well as what W_Q and W_K ask of it: "
+      "alpha "
+      "measures the two together.",
+      "**Few widths, few seeds at the top (qk-rate).** alpha is a slope through " +
+          std::to_string(o.d_models.size()) +
+          " widths, and its bootstrap resamples each "
+          "width's own seeds, " +
+          std::to_string(top_seeds) + " at d_model " + std::to_string(top) +
+          "; with so few, its interval understates how far alpha moves "
+          "between base seeds (another `--seed` shows it).",
+      "**Small and short (qk-rate).** Two layers, " + std::to_string(o.recall_steps) +
+          " steps on recall and " + std::to_string(o.charlm_steps) +
+          " on charlm: a rate that only pays over long training does not show."};
   sec.csvs.push_back(runs_csv(rows));
   sec.plots.push_back(
       {"qk_rate.svg", qk_rate_figure(rows, seed),

@@ -174,9 +174,19 @@ void claims_section(std::ostringstream& md, const std::vector<Verdict>& verdicts
        << "\n";
 }
 
-void confounds_section(std::ostringstream& md) {
-  md << "## What this study cannot separate\n\n"
-     << "- **d_k above d_model.** The width is fixed (d_model 32 in training, 64 at "
+// The study's list, for the parts that share its design (d_model 32, one learning rate,
+// 5 seeds), and the bullets of each part with a design of its own.
+void confounds_section(std::ostringstream& md, const std::vector<Section>& sections) {
+  md << "## What this study cannot separate\n\n";
+  for (const Section& s : sections)
+    for (const std::string& bullet : s.cannot_separate) md << "- " << bullet << "\n";
+  const bool shared = std::any_of(sections.begin(), sections.end(),
+                                  [](const Section& s) { return s.cannot_separate.empty(); });
+  if (!shared) {
+    md << "\n";
+    return;
+  }
+  md << "- **d_k above d_model.** The width is fixed (d_model 32 in training, 64 at "
         "initialisation), so d_k = 256 adds parameters but no function class: a head's "
         "attention pattern has rank at most d_model either way.\n"
      << "- **Scale and learning rate.** Adam's step does not depend on the gradient's size, so "
@@ -227,7 +237,7 @@ void write_report(const std::string& dir, const ReportInfo& info,
   findings_section(md, verdicts);
   if (!verdicts.empty()) claims_section(md, verdicts);
   for (const Section& s : sections) md << s.markdown;
-  confounds_section(md);
+  confounds_section(md, sections);
   md << "## Plots\n\n";
   for (const Section& s : sections)
     for (const PlotFile& p : s.plots)

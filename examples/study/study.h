@@ -374,6 +374,9 @@ struct Section {
   std::string markdown{};
   std::vector<CsvFile> csvs{};
   std::vector<PlotFile> plots{};
+  // What the part cannot separate, one markdown bullet each, when its design is its own (its
+  // widths, its seeds); a part that leaves it empty shares the study's list (report.cpp).
+  std::vector<std::string> cannot_separate{};
 };
 
 // v as a CSV cell; NaN and infinities as an empty cell.

@@ -270,6 +270,19 @@ TEST(Layout, SpreadsCountTowardsTheAxisRange) {
   EXPECT_GT(make_layout(h).x.hi, 9);
 }
 
+TEST(Layout, AnAxisWithItsOwnTicksShowsThoseInRange) {
+  // A study's widths: ticks at d_k 16 to 128 read better than 2×10^1, 5×10^1, 10^2.
+  Figure f{.x = {.log = true, .ticks = {128, 16, 32, 64, 4096, 16}}};
+  f.series.push_back({.label = "m*", .x = {16, 32, 64, 128}, .y = {0.5, 0.3, 0.2, 0.1}});
+  const Layout l = make_layout(f);
+  EXPECT_EQ(texts(l.x_ticks), (std::vector<std::string>{"16", "32", "64", "128"}));
+  EXPECT_EQ(texts(l.x_ticks, false).size(), 4u);  // No unlabelled minor ticks beside them.
+  EXPECT_GE(texts(l.y_ticks).size(), 3u);         // The other axis keeps its automatic ticks.
+  Figure g{.y = {.ticks = {0.25, 0.5}}};
+  g.series.push_back({.label = "share", .x = {0, 1}, .y = {0, 1}});
+  EXPECT_EQ(texts(make_layout(g).y_ticks), (std::vector<std::string>{"0.25", "0.5"}));
+}
+
 TEST(Layout, ErrorBarsOnlyForMarkerSeriesWithFewPoints) {
   Series s = spread_series({1, 2, 3, 4, 5, 6, 7, 8}, std::vector<double>(8, 1),
                            std::vector<double>(8, 0.5), std::vector<double>(8, 2));

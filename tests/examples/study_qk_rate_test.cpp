@@ -1,12 +1,16 @@
 // The study's qk-rate part (examples/study/qk_rate*.cpp): the best
 // multiplier's parabola, alpha recovered from planted exponents, the failure
 // boundary of planted runs, a run's start set to sigma0 and its multiplier
-// reaching W_Q and W_K, and a tiny part that writes its rows and verdicts.
+// reaching W_Q and W_K, and a tiny part that writes its rows, verdicts and
+// what it cannot separate.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "examples/study/claims.h"
 #include "examples/study/qk_rate.h"
@@ -173,6 +177,30 @@ TEST(StudyQkRate, ATinyPartWritesARowPerRunAndJudgesItsThreeClaims) {
       << sec.markdown;
   ASSERT_EQ(sec.plots.size(), 1u);
   EXPECT_NE(sec.plots[0].svg.find("</svg>"), std::string::npos);
+
+  // Its report says what this part cannot separate, not the default run's list (d_model 32);
+  // beside a part that shares the study's design, both.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "gradflow_qk_rate_report";
+  auto report = [&](const std::vector<Section>& sections) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    write_report(dir.string(), {.command = "scaling_study --parts qk-rate"}, sections);
+    std::ifstream in(dir / "report.md");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const std::string alone = report({sec});
+  EXPECT_NE(alone.find("- **The Q/K rate and the rest of the model's (qk-rate).**"),
+            std::string::npos)
+      << alone;
+  EXPECT_NE(alone.find("own seeds, 2 at d_model 16"), std::string::npos) << alone;
+  EXPECT_EQ(alone.find("d_k above d_model"), std::string::npos) << alone;
+  const std::string beside = report({Section{.part = "init"}, sec});
+  EXPECT_NE(beside.find("(qk-rate).**"), std::string::npos);
+  EXPECT_NE(beside.find("- **d_k above d_model.**"), std::string::npos) << beside;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

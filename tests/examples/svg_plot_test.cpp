@@ -271,6 +271,8 @@ TEST(RenderSvg, RejectsInvalidFigures) {
   EXPECT_THROW(render_svg(Figure{.x = {.min = 3, .max = 1}}), Error);
   EXPECT_THROW(render_svg(Figure{.y = {.log = true, .min = 0}}), Error);
   EXPECT_THROW(render_svg(Figure{.x = {.max = kNaN}}), Error);
+  EXPECT_THROW(render_svg(Figure{.x = {.log = true, .ticks = {16, 0}}}), Error);
+  EXPECT_THROW(render_svg(Figure{.y = {.ticks = {kNaN}}}), Error);
   EXPECT_THROW(render_svg(Figure{.width = 0}), Error);
   Figure short_band;
   short_band.series.push_back({.label = "s", .x = {1, 2}, .y = {1, 2}, .lo = {0}, .hi = {3, 4}});

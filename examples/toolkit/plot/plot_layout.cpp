@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <utility>
 
 namespace gradflow::plot {
@@ -39,8 +40,27 @@ double tick_width(const Tick& t) {
   return text_width(t.label, kTickFont) + text_width(t.exponent, kExponentFont);
 }
 
-// The most ticks (at most 8) whose labels keep clear of each other along `pixels`.
-std::vector<Tick> fitting_ticks(Range r, bool log, double pixels, bool horizontal) {
+// The axis's own ticks, in range, labelled as %g writes them: 16, 0.25, 1e+06.
+std::vector<Tick> chosen_ticks(Range r, const Axis& axis) {
+  std::vector<double> values;
+  for (const double v : axis.ticks)
+    if (v >= r.lo && v <= r.hi) values.push_back(v);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::vector<Tick> ticks;
+  for (const double v : values) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    ticks.push_back({.value = v, .label = text});
+  }
+  return ticks;
+}
+
+// The axis's own ticks if it has them; else the most ticks (at most 8) whose labels keep clear
+// of each other along `pixels`.
+std::vector<Tick> fitting_ticks(Range r, const Axis& axis, double pixels, bool horizontal) {
+  if (!axis.ticks.empty()) return chosen_ticks(r, axis);
+  const bool log = axis.log;
   const Scale scale{r.lo, r.hi, log, 0, pixels};
   for (int max = 8;; --max) {
     std::vector<Tick> ticks = log ? log_ticks(r.lo, r.hi, max) : linear_ticks(r.lo, r.hi, max);
@@ -220,7 +240,7 @@ Layout make_layout(const Figure& f) {
   l.bottom =
       height - below_axis - (f.x.label.empty() ? 0 : kLabelFont + 8) - kTickLength - kTickFont - 8;
   l.bottom = std::max(l.bottom, l.top + 1);  // Tiny figures get cramped, but stay valid.
-  l.y_ticks = fitting_ticks(yr, f.y.log, l.bottom - l.top, false);
+  l.y_ticks = fitting_ticks(yr, f.y, l.bottom - l.top, false);
   double widest_tick = 0;
   for (const Tick& t : l.y_ticks) widest_tick = std::max(widest_tick, tick_width(t));
   l.left = kEdge + (f.y.label.empty() ? 0 : kLabelFont + 8) + widest_tick + kTickLength + 4;
@@ -232,7 +252,7 @@ Layout make_layout(const Figure& f) {
     l.right = width - 3 * kEdge;  // Room for half of the last x tick label.
   }
   l.right = std::max(l.right, l.left + 1);
-  l.x_ticks = fitting_ticks(xr, f.x.log, l.right - l.left, true);
+  l.x_ticks = fitting_ticks(xr, f.x, l.right - l.left, true);
   l.x = Scale{xr.lo, xr.hi, f.x.log, l.left, l.right};
   l.y = Scale{yr.lo, yr.hi, f.y.log, l.bottom, l.top};
 

@@ -54,6 +54,12 @@ void check_axis(const Axis& axis, const char* name) {
            axis.log ? " and positive on a log axis" : "");
     }
   }
+  for (const double tick : axis.ticks) {
+    if (!drawable(tick, axis.log)) {
+      fail("render_svg: ", name, "-axis tick ", tick, " must be finite",
+           axis.log ? " and positive on a log axis" : "");
+    }
+  }
   if (axis.min && axis.max && !(*axis.min < *axis.max)) {
     fail("render_svg: ", name, "-axis min ", *axis.min, " must be below max ", *axis.max);
   }

@@ -85,6 +85,9 @@ struct Axis {
   bool log = false;
   // Fixed limits; a side left unset follows the data with a 4% margin. Positive on a log axis.
   std::optional<double> min{}, max{};
+  // Labelled ticks at exactly these values (say the widths a study ran), in place of the
+  // automatic ones; a value outside the axis range is left out. Finite, positive on a log axis.
+  std::vector<double> ticks{};
 };
 
 struct Figure {
@@ -97,7 +100,8 @@ struct Figure {
 // A complete standalone SVG document (no XML declaration, ends with "</svg>\n").
 // Throws Error when a series' x and y differ in length, when lo and hi are not both empty or
 // both as long as x, when width or height is not positive, when an axis's fixed limits are
-// not finite, not positive on a log axis, or min >= max, and when the panel breaks the rule
+// not finite, not positive on a log axis, or min >= max, when a tick is not finite (or not
+// positive on a log axis), and when the panel breaks the rule
 // above: more than kMaxSeries data series, two series with points in one colour (an explicit
 // `color` equal to another's, two references), or a series past the palette without `color`.
 // Series without points take part in none of this: they draw nothing.
