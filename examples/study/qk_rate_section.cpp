@@ -186,19 +186,29 @@ Section qk_rate_section(const QkRateOptions& o, const std::vector<QkRateRow>& ro
   sec.cannot_separate = {
       "**The Q/K rate and the rest of the model's (qk-rate).** One learning rate serves the "
       "whole model at every width, so m* carries what a wider model's other weights ask of "
-      "the rate (under Adam, muP scales theirs as 1/fan_in) as well as what W_Q and W_K ask of it: "
-      "alpha "
-      "measures the two together.",
+      "the rate (under Adam, muP scales theirs as 1/fan_in) as well as what W_Q and W_K ask "
+      "of it: alpha measures the two together.",
       "**Few widths, few seeds at the top (qk-rate).** alpha is a slope through " +
           std::to_string(o.d_models.size()) +
-          " widths, and its bootstrap resamples each "
-          "width's own seeds, " +
-          std::to_string(top_seeds) + " at d_model " + std::to_string(top) +
-          "; with so few, its interval understates how far alpha moves "
-          "between base seeds (another `--seed` shows it).",
+          " widths, its bootstrap resampling each width's own seeds, " + std::to_string(top_seeds) +
+          " at d_model " + std::to_string(top) +
+          ". Over so few seeds a percentile bootstrap's interval tends to run narrow; another "
+          "`--seed` shows how far alpha moves.",
       "**Small and short (qk-rate).** Two layers, " + std::to_string(o.recall_steps) +
           " steps on recall and " + std::to_string(o.charlm_steps) +
           " on charlm: a rate that only pays over long training does not show."};
+  auto bracketed = [](const Interval& i) {
+    return significant(i.mean, 3) + " [" + significant(i.lo, 3) + ", " + significant(i.hi, 3) + "]";
+  };
+  std::string alphas;
+  for (const std::string& task : o.tasks)
+    alphas += (alphas.empty() ? " " : ", ") + task + " " +
+              bracketed(fit_alpha(rows, task, 0.90, seed).alpha);
+  sec.terminal_summary = "qk-rate: alpha in m* ~ d_k^alpha, 90% interval:" + alphas;
+  if (std::find(o.tasks.begin(), o.tasks.end(), "recall") != o.tasks.end())
+    sec.terminal_summary += "; recall's failure boundary, largest over smallest: " +
+                            bracketed(boundary_ratio(rows, 0.90, seed));
+  sec.terminal_summary += " (report.md has the rest)";
   sec.csvs.push_back(runs_csv(rows));
   sec.plots.push_back(
       {"qk_rate.svg", qk_rate_figure(rows, seed),

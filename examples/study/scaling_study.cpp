@@ -94,6 +94,8 @@ void print_summary(const std::vector<study::Section>& sections, const study::Tra
       std::printf("%-4s %-15s %s%s\n", v.id.c_str(), v.verdict.c_str(),
                   v.identity ? "(identity) " : "", v.claim.c_str());
   }
+  for (const study::Section& s : sections)
+    if (!s.terminal_summary.empty()) std::printf("\n%s\n", s.terminal_summary.c_str());
   if (train.finals.empty()) return;
   std::printf(
       "\nreverse: final held-out accuracy, mean over %lld seeds; recall: the share of runs "

@@ -377,6 +377,9 @@ struct Section {
   // What the part cannot separate, one markdown bullet each, when its design is its own (its
   // widths, its seeds); a part that leaves it empty shares the study's list (report.cpp).
   std::vector<std::string> cannot_separate{};
+  // The part's deciding numbers as a line for the terminal, printed after the verdict table
+  // (scaling_study.cpp); empty for a part whose verdicts say enough there.
+  std::string terminal_summary{};
 };
 
 // v as a CSV cell; NaN and infinities as an empty cell.

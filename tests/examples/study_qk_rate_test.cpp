@@ -175,6 +175,14 @@ TEST(StudyQkRate, ATinyPartWritesARowPerRunAndJudgesItsThreeClaims) {
       }
   EXPECT_NE(sec.markdown.find("| recall | 2 | none, sigma0 1, m 1/4 | 2 |"), std::string::npos)
       << sec.markdown;
+  // The terminal's line gives alpha per task and the boundary ratio, each with its interval.
+  EXPECT_EQ(sec.terminal_summary.find("qk-rate: alpha in m* ~ d_k^alpha, 90% interval: recall "),
+            0u)
+      << sec.terminal_summary;
+  EXPECT_NE(sec.terminal_summary.find(", charlm "), std::string::npos) << sec.terminal_summary;
+  EXPECT_NE(sec.terminal_summary.find("; recall's failure boundary, largest over smallest: "),
+            std::string::npos)
+      << sec.terminal_summary;
   ASSERT_EQ(sec.plots.size(), 1u);
   EXPECT_NE(sec.plots[0].svg.find("</svg>"), std::string::npos);
 
