@@ -197,17 +197,23 @@ Section qk_rate_section(const QkRateOptions& o, const std::vector<QkRateRow>& ro
       "**Small and short (qk-rate).** Two layers, " + std::to_string(o.recall_steps) +
           " steps on recall and " + std::to_string(o.charlm_steps) +
           " on charlm: a rate that only pays over long training does not show."};
-  auto bracketed = [](const Interval& i) {
-    return significant(i.mean, 3) + " [" + significant(i.lo, 3) + ", " + significant(i.hi, 3) + "]";
+  // The terminal's line quotes the verdicts' own rows of criteria.csv, not a second bootstrap:
+  // alpha is C28's (a) per task, the boundary ratio C30's (a), judged as its log.
+  auto bracketed = [](const Interval& i, bool log) {
+    auto text = [log](double v) { return significant(log ? std::exp(v) : v, 3); };
+    return text(i.mean) + " [" + text(i.lo) + ", " + text(i.hi) + "]";
   };
-  std::string alphas;
-  for (const std::string& task : o.tasks)
-    alphas += (alphas.empty() ? " " : ", ") + task + " " +
-              bracketed(fit_alpha(rows, task, 0.90, seed).alpha);
+  std::string alphas, boundary;
+  for (const Verdict& v : sec.claims)
+    for (const CriterionResult& r : v.results) {
+      if (r.criterion != "a") continue;
+      if (v.id == "C28")
+        alphas += (alphas.empty() ? " " : ", ") + r.task + " " + bracketed(r.estimate, false);
+      if (v.id == "C30") boundary = bracketed(r.estimate, true);
+    }
   sec.terminal_summary = "qk-rate: alpha in m* ~ d_k^alpha, 90% interval:" + alphas;
-  if (std::find(o.tasks.begin(), o.tasks.end(), "recall") != o.tasks.end())
-    sec.terminal_summary += "; recall's failure boundary, largest over smallest: " +
-                            bracketed(boundary_ratio(rows, 0.90, seed));
+  if (!boundary.empty())
+    sec.terminal_summary += "; recall's failure boundary, largest over smallest: " + boundary;
   sec.terminal_summary += " (report.md has the rest)";
   sec.csvs.push_back(runs_csv(rows));
   sec.plots.push_back(
